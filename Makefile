@@ -1,0 +1,26 @@
+# The two commands of the README: `make run` and `make test`. Everything else here serves them.
+BUILD_DIR ?= build
+CMAKE_FLAGS ?=
+CTEST_FLAGS ?= --output-on-failure -j2
+RUN_ARGS ?= serve
+
+.PHONY: run test build deps configure clean
+
+run: build
+	./$(BUILD_DIR)/service/airlock $(RUN_ARGS)
+
+test: build
+	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS)
+
+build: configure
+	cmake --build $(BUILD_DIR)
+
+# Configure once; afterwards CMake re-runs itself when a CMakeLists.txt changes.
+configure: deps
+	@test -f $(BUILD_DIR)/build.ninja || cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+
+deps:
+	@scripts/deps.sh
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,2 @@
+// The one translation unit that compiles Beast's implementation.
+#include <boost/beast/src.hpp>

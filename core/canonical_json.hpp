@@ -1,0 +1,29 @@
+#pragma once
+// RFC 8785 (JCS) canonical JSON, and the strict I-JSON parser that feeds it.
+
+#include "core/error.hpp"
+
+#include <boost/json/value.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace airlock::core {
+
+// Parses RFC 8259 JSON text that is also I-JSON (RFC 7493): valid UTF-8, no lone surrogates,
+// no duplicate member names, finite numbers, nesting at most max_depth. Integers that fit
+// int64/uint64 are kept exact; other numbers become doubles.
+result<boost::json::value> parse_ijson(std::string_view text, std::size_t max_depth = 128);
+
+// The canonical form of a value: members sorted by UTF-16 code units, ECMAScript number
+// formatting for doubles, integers written exactly, no insignificant whitespace.
+// Refuses NaN, infinities and strings that are not valid UTF-8 (code "not_ijson").
+result<std::string> canonical(boost::json::value const& v);
+
+// parse_ijson followed by canonical.
+result<std::string> canonicalize(std::string_view text);
+
+// ECMAScript Number::toString for a finite double ("1e+21", "0.000001", "5e-324", "0" for -0).
+std::string format_es_number(double d);
+
+}  // namespace airlock::core

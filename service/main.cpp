@@ -1,0 +1,78 @@
+// The airlock command line: one binary, one subcommand per use.
+
+#include "service/serve.hpp"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct subcommand {
+    char const* name;
+    char const* summary;
+    bool available;
+};
+
+// Listed in --help even before they exist, so users see the whole shape of the tool.
+constexpr subcommand subcommands[] = {
+    {"serve", "run the HTTP service: MCP gateway at /mcp, REST API, health and metrics", true},
+    {"stdio", "serve one MCP client on stdin/stdout (for hosts that spawn their servers)", false},
+    {"check", "validate an agent manifest or a config file and print its digest or summary", false},
+    {"run", "run one agent from a manifest and print its output", false},
+    {"replay", "re-run a journaled run from the journal alone (no model or tool calls)", false},
+    {"verify", "verify a run's hash chain in the journal", false},
+    {"verify-provenance", "verify a signed provenance block against a public key", false},
+    {"keygen", "create an Ed25519 signing key (PKCS#8 PEM) for provenance", false},
+    {"version", "print the version", true},
+    {"help", "print this help", true},
+};
+
+void usage(std::ostream& out) {
+    out << "airlock " << AIRLOCK_VERSION << " - a governed gateway between AI agents and their tools\n\n"
+        << "usage: airlock <command> [options]\n\ncommands:\n";
+    for (auto const& c : subcommands) {
+        std::string name = c.name;
+        name.resize(20, ' ');
+        out << "  " << name << c.summary << (c.available ? "" : " (not yet available)") << "\n";
+    }
+    out << "\nRun 'airlock <command> --help' for a command's options.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // Logs go to stderr: stdout belongs to command output (and to the MCP stream in stdio mode).
+    spdlog::set_default_logger(spdlog::stderr_color_mt("airlock"));
+
+    std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.empty()) {
+        usage(std::cerr);
+        return 2;
+    }
+    std::string cmd = args.front();
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+
+    if (cmd == "--version" || cmd == "version") {
+        std::cout << "airlock " << AIRLOCK_VERSION << "\n";
+        return 0;
+    }
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+        usage(std::cout);
+        return 0;
+    }
+    if (cmd == "serve") return airlock::service::run_serve(rest);
+    for (auto const& c : subcommands) {
+        if (cmd == c.name) {
+            std::cerr << "airlock: '" << cmd << "' is not available in this build yet\n";
+            return 2;
+        }
+    }
+    std::cerr << "airlock: unknown command '" << cmd << "'\n\n";
+    usage(std::cerr);
+    return 2;
+}

@@ -1,0 +1,161 @@
+#include "core/canonical_json.hpp"
+
+#include <boost/json.hpp>
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+using airlock::core::canonical;
+using airlock::core::canonicalize;
+using airlock::core::format_es_number;
+using airlock::core::parse_ijson;
+
+namespace {
+double from_bits(std::uint64_t bits) { return std::bit_cast<double>(bits); }
+}  // namespace
+
+TEST_CASE("the RFC 8785 section 3.2.2 example canonicalizes to the RFC's output") {
+    auto input = R"({
+  "numbers": [333333333.33333329, 1E30, 4.50,
+              2e-3, 0.000000000000000000000000001],
+  "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+  "literals": [null, true, false]
+})";
+    auto expected = "{\"literals\":[null,true,false],\"numbers\":[333333333.3333333,1e+30,4.5,0.002,1e-27],"
+                    "\"string\":\"\xE2\x82\xAC$\\u000f\\nA'B\\\"\\\\\\\\\\\"/\"}";
+    auto out = canonicalize(input);
+    REQUIRE(out.has_value());
+    CHECK(*out == expected);
+}
+
+TEST_CASE("RFC 8785 section 3.2.3: members are sorted by UTF-16 code units, not UTF-8 bytes") {
+    auto input = R"({
+  "\u20ac": "Euro Sign",
+  "\r": "Carriage Return",
+  "\ufb33": "Hebrew Letter Dalet With Dagesh",
+  "1": "One",
+  "\ud83d\ude00": "Emoji: Grinning Face",
+  "\u0080": "Control",
+  "\u00f6": "Latin Small Letter O With Diaeresis"
+})";
+    auto out = canonicalize(input);
+    REQUIRE(out.has_value());
+    // U+1F600 (a surrogate pair, 0xD83D...) sorts before U+FB33 in UTF-16, after it in UTF-8.
+    std::string expected =
+        "{\"\\r\":\"Carriage Return\",\"1\":\"One\",\"\xC2\x80\":\"Control\","
+        "\"\xC3\xB6\":\"Latin Small Letter O With Diaeresis\",\"\xE2\x82\xAC\":\"Euro Sign\","
+        "\"\xF0\x9F\x98\x80\":\"Emoji: Grinning Face\",\"\xEF\xAC\xB3\":\"Hebrew Letter Dalet With Dagesh\"}";
+    CHECK(*out == expected);
+}
+
+TEST_CASE("numbers follow the RFC 8785 appendix B formatting table") {
+    struct row {
+        std::uint64_t bits;
+        char const* text;
+    };
+    row const table[] = {
+        {0x0000000000000000, "0"},
+        {0x8000000000000000, "0"},
+        {0x0000000000000001, "5e-324"},
+        {0x8000000000000001, "-5e-324"},
+        {0x7fefffffffffffff, "1.7976931348623157e+308"},
+        {0xffefffffffffffff, "-1.7976931348623157e+308"},
+        {0x4340000000000000, "9007199254740992"},
+        {0xc340000000000000, "-9007199254740992"},
+        {0x4430000000000000, "295147905179352830000"},
+        {0x44b52d02c7e14af5, "9.999999999999997e+22"},
+        {0x44b52d02c7e14af6, "1e+23"},
+        {0x44b52d02c7e14af7, "1.0000000000000001e+23"},
+        {0x444b1ae4d6e2ef4e, "999999999999999700000"},
+        {0x444b1ae4d6e2ef4f, "999999999999999900000"},
+        {0x444b1ae4d6e2ef50, "1e+21"},
+        {0x3eb0c6f7a0b5ed8c, "9.999999999999997e-7"},
+        {0x3eb0c6f7a0b5ed8d, "0.000001"},
+        {0x41b3de4355555553, "333333333.3333332"},
+        {0x41b3de4355555554, "333333333.33333325"},
+        {0x41b3de4355555555, "333333333.3333333"},
+        {0x41b3de4355555556, "333333333.3333334"},
+        {0x41b3de4355555557, "333333333.33333343"},
+        {0xbecbf647612f3696, "-0.0000033333333333333333"},
+        {0x43143ff3c1cb0959, "1424953923781206.2"},
+    };
+    for (auto const& r : table) {
+        INFO("bits 0x" << std::hex << r.bits);
+        CHECK(format_es_number(from_bits(r.bits)) == r.text);
+        CHECK(*canonical(boost::json::value(from_bits(r.bits))) == r.text);
+    }
+}
+
+TEST_CASE("NaN and Infinity are refused, as the RFC's table requires") {
+    CHECK_FALSE(canonical(boost::json::value(from_bits(0x7fffffffffffffff))).has_value());
+    CHECK_FALSE(canonical(boost::json::value(from_bits(0x7ff0000000000000))).has_value());
+    CHECK_FALSE(canonicalize("1e400").has_value());
+}
+
+TEST_CASE("integers are kept exact, even beyond 2^53") {
+    CHECK(*canonicalize("[9007199254740993, -9223372036854775808, 18446744073709551615, -0, 10]") ==
+          "[9007199254740993,-9223372036854775808,18446744073709551615,0,10]");
+    CHECK(*canonicalize("[1.0, 1e2, 1.5e1]") == "[1,100,15]");
+}
+
+TEST_CASE("duplicate member names are refused with the name in the message") {
+    auto out = canonicalize(R"({"a": 1, "b": {"x": 1, "x": 2}})");
+    REQUIRE_FALSE(out.has_value());
+    CHECK(out.error().code == "duplicate_key");
+    CHECK_THAT(out.error().message, Catch::Contains("\"x\""));
+}
+
+TEST_CASE("names that differ only before unescaping are still duplicates") {
+    auto out = canonicalize(R"({"a": 1, "\u0061": 2})");
+    REQUIRE_FALSE(out.has_value());
+    CHECK(out.error().code == "duplicate_key");
+}
+
+TEST_CASE("lone surrogates are refused") {
+    for (auto text : {R"("\ud800")", R"("\udc00")", R"("\ud83dx")", R"("\ud83d\u0041")"}) {
+        INFO(text);
+        auto out = canonicalize(text);
+        REQUIRE_FALSE(out.has_value());
+        CHECK(out.error().code == "lone_surrogate");
+    }
+}
+
+TEST_CASE("invalid UTF-8 is refused whether parsed or built in memory") {
+    CHECK(canonicalize("\"\xC0\xAF\"").error().code == "invalid_utf8");      // overlong '/'
+    CHECK(canonicalize("\"\xED\xA0\x80\"").error().code == "invalid_utf8");  // encoded surrogate
+    CHECK(canonicalize("\"\xFF\"").error().code == "invalid_utf8");
+    CHECK_FALSE(canonical(boost::json::value("\xC3")).has_value());
+}
+
+TEST_CASE("control characters use short escapes where JSON has them and lowercase \\u00xx elsewhere") {
+    boost::json::value v = boost::json::string("\x01\x1f\b\t\n\f\r\x7f\xE2\x80\xA8/");
+    CHECK(*canonical(v) == "\"\\u0001\\u001f\\b\\t\\n\\f\\r\x7f\xE2\x80\xA8/\"");
+}
+
+TEST_CASE("malformed JSON gets an error with its byte position") {
+    for (auto text : {"", "{", "[1,]", "{\"a\" 1}", "01", "1.", "-", "tru", "[1] x", "\"a\x01\""}) {
+        INFO(text);
+        auto out = parse_ijson(text);
+        REQUIRE_FALSE(out.has_value());
+        CHECK_THAT(out.error().message, Catch::Contains("byte"));
+    }
+}
+
+TEST_CASE("nesting beyond the depth limit is refused rather than overflowing the stack") {
+    std::string deep(100000, '[');
+    auto out = parse_ijson(deep);
+    REQUIRE_FALSE(out.has_value());
+    CHECK(out.error().code == "too_deep");
+    CHECK(parse_ijson("[[[1]]]", 3).has_value());
+    CHECK_FALSE(parse_ijson("[[[[1]]]]", 3).has_value());
+}
+
+TEST_CASE("canonical output is stable under whitespace and member order") {
+    auto a = canonicalize(R"({ "b" : [1, 2, {"z": null, "a": true}], "a": "x" })");
+    auto b = canonicalize(R"({"a":"x","b":[1,2,{"a":true,"z":null}]})");
+    REQUIRE(a.has_value());
+    CHECK(*a == *b);
+    CHECK(*a == R"({"a":"x","b":[1,2,{"a":true,"z":null}]})");
+}
