@@ -3,6 +3,7 @@
 #include "service/http_server.hpp"
 
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -10,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -107,9 +109,21 @@ int run_serve(std::vector<std::string> const& args) {
         if (ec) return;
         spdlog::info("signal {} received: draining", sig);
         server.stop();
-        // Give in-flight responses a moment, then end the loop whatever remains.
-        auto timer = std::make_shared<asio::steady_timer>(ioc, std::chrono::seconds(5));
-        timer->async_wait([&ioc, timer](boost::system::error_code const&) { ioc.stop(); });
+        // In-flight requests get a grace period; the loop ends as soon as the last connection is
+        // gone, or when the grace period runs out, whichever comes first.
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        auto timer = std::make_shared<asio::steady_timer>(ioc);
+        auto check = std::make_shared<std::function<void()>>();
+        *check = [&ioc, &server, timer, deadline, check] {
+            if (server.active_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
+                ioc.stop();
+                *check = nullptr;  // break the self-reference
+                return;
+            }
+            timer->expires_after(std::chrono::milliseconds(20));
+            timer->async_wait([check](boost::system::error_code const&) { if (*check) (*check)(); });
+        };
+        (*check)();
     });
 
     std::vector<std::thread> pool;

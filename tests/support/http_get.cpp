@@ -1,0 +1,57 @@
+#include "tests/support/http_get.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace airlock::testing {
+
+raw_response raw_http(std::uint16_t port, std::string const& request, std::chrono::milliseconds deadline) {
+    raw_response out;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return out;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        close(fd);
+        return out;
+    }
+    std::size_t sent = 0;
+    while (sent < request.size()) {
+        ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) break;
+        sent += static_cast<std::size_t>(n);
+    }
+    std::string data;
+    auto until = std::chrono::steady_clock::now() + deadline;
+    char buf[16384];
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+        if (left.count() <= 0) break;
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        data.append(buf, static_cast<std::size_t>(n));
+    }
+    close(fd);
+    auto end = data.find("\r\n\r\n");
+    if (data.rfind("HTTP/1.", 0) != 0 || end == std::string::npos) return out;
+    out.head = data.substr(0, end);
+    out.body = data.substr(end + 4);
+    out.status = std::atoi(data.c_str() + 9);
+    return out;
+}
+
+raw_response http_get(std::uint16_t port, std::string const& path) {
+    return raw_http(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                              "\r\nConnection: close\r\n\r\n");
+}
+
+}  // namespace airlock::testing

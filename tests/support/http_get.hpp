@@ -1,0 +1,24 @@
+#pragma once
+// A deliberately plain HTTP/1.1 client over a POSIX socket, for end-to-end tests: it shares no code
+// with the server it tests.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace airlock::testing {
+
+struct raw_response {
+    int status = 0;
+    std::string head;  // status line and headers
+    std::string body;
+};
+
+// Sends `request` bytes as they are to 127.0.0.1:port and reads until the server closes or the
+// deadline passes. Returns status 0 when nothing parseable came back.
+raw_response raw_http(std::uint16_t port, std::string const& request,
+                      std::chrono::milliseconds deadline = std::chrono::seconds(10));
+
+raw_response http_get(std::uint16_t port, std::string const& path);
+
+}  // namespace airlock::testing
