@@ -4,6 +4,7 @@
 
 #include <boost/system/result.hpp>
 
+#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -21,6 +22,9 @@ struct error {
 
     friend bool operator==(error const&, error const&) = default;
 };
+
+// So test frameworks and logs can print a failed result directly.
+inline std::ostream& operator<<(std::ostream& os, error const& e) { return os << e.code << ": " << e.message; }
 
 inline error make_error(std::string code, std::string message) {
     return error{std::move(code), std::move(message)};

@@ -16,7 +16,7 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <limits>
-#include <map>
+#include <set>
 #include <utility>
 
 // The digest covers this JSON shape (see to_json). It mirrors the YAML, with every optional field
@@ -160,7 +160,14 @@ std::string describe(YAML::Node const& n) {
         case scalar_kind::boolean: return "a boolean (" + n.Scalar() + ")";
         case scalar_kind::integer: return "an integer (" + n.Scalar() + ")";
         case scalar_kind::floating: return "a number (" + n.Scalar() + ")";
-        case scalar_kind::string: return "a string (" + quoted(n.Scalar()) + ")";
+        case scalar_kind::string: {
+            // Enough to recognise the value; a whole paragraph of role text would bury the point.
+            auto const& s = n.Scalar();
+            if (s.size() <= 40) return "a string (" + quoted(s) + ")";
+            std::size_t cut = 40;
+            while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole characters only
+            return "a string (" + quoted(s.substr(0, cut)) + "...)";
+        }
         case scalar_kind::other_tag: return "a value tagged " + n.Tag();
     }
     return "an unsupported value";
@@ -183,17 +190,19 @@ class reader {
 public:
     std::vector<error> problems;
 
-    void fail(std::string code, std::string message) { problems.push_back(make_error(std::move(code), std::move(message))); }
+    void fail(std::string code, std::string message) {
+        problems.push_back(make_error(std::move(code), std::move(message)));
+    }
 
-    // True when `n` is a mapping whose keys are distinct strings from `known`; unknown and repeated
-    // keys are recorded (and the mapping is still read, so one stray key does not hide the rest).
+    // True when `n` is a mapping. Keys that are not strings, repeated or not in `known` are recorded,
+    // and the mapping is still read, so one stray key does not hide the problems after it.
     bool mapping(YAML::Node const& n, std::string const& path, std::initializer_list<std::string_view> known) {
         if (!n.IsMap()) {
             fail("wrong_type", (path.empty() ? std::string("the manifest") : path) + " must be a mapping, not " +
                                    describe(n));
             return false;
         }
-        std::map<std::string, bool> seen;
+        std::set<std::string> seen;
         for (auto const& kv : n) {
             auto const& key = kv.first;
             if (!key.IsScalar() || classify(key) == scalar_kind::other_tag) {
@@ -208,7 +217,7 @@ public:
                 fail("duplicate_key", child_path(path, name) + " is written twice");
                 continue;
             }
-            seen[name] = true;
+            seen.insert(name);
             if (std::find(known.begin(), known.end(), name) == known.end()) {
                 std::string list;
                 for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
@@ -220,7 +229,10 @@ public:
 
     std::optional<std::string> string(YAML::Node const& n, std::string const& path) {
         if (!n.IsScalar() || classify(n) != scalar_kind::string) {
-            std::string hint = (n.IsScalar() && classify(n) != scalar_kind::other_tag) ? " (quote it to make it text)" : "";
+            auto kind = n.IsScalar() ? classify(n) : scalar_kind::other_tag;
+            bool quotable =
+                kind == scalar_kind::boolean || kind == scalar_kind::integer || kind == scalar_kind::floating;
+            std::string hint = quotable ? " (quote it to make it text)" : "";
             fail("wrong_type", path + " must be a string, not " + describe(n) + hint);
             return std::nullopt;
         }
@@ -621,8 +633,8 @@ void read_execution(reader& r, YAML::Node const& n, manifest& m) {
             r.fail("invalid_value", "spec.execution.kind is " + quoted(*s) + "; expected completion or tool-calling");
     }
     if (auto v = n["max_turns"]) {
-        if (auto t = r.positive(v, "spec.execution.max_turns", "zero_limit", "would end every run before its first turn",
-                                std::numeric_limits<std::uint32_t>::max()))
+        if (auto t = r.positive(v, "spec.execution.max_turns", "zero_limit",
+                                "would end every run before its first turn", std::numeric_limits<std::uint32_t>::max()))
             e.max_turns = static_cast<std::uint32_t>(*t);
     }
     m.execution = e;
@@ -636,7 +648,8 @@ void read_budgets(reader& r, YAML::Node const& n, manifest& m) {
         return;
     }
     if (!r.mapping(n, "spec.budgets", {"max_steps", "max_effects", "max_tokens", "max_wallclock_secs"})) return;
-    for (auto [key, target] : {std::pair{"max_steps", &m.limits.max_steps}, std::pair{"max_effects", &m.limits.max_effects},
+    for (auto [key, target] : {std::pair{"max_steps", &m.limits.max_steps},
+                               std::pair{"max_effects", &m.limits.max_effects},
                                std::pair{"max_tokens", &m.limits.max_tokens},
                                std::pair{"max_wallclock_secs", &m.limits.max_wallclock_secs}}) {
         if (auto v = n[key])
@@ -687,7 +700,8 @@ void read_spec(reader& r, YAML::Node const& n, manifest& m, source_notes& notes)
     if (auto v = n["capabilities"]) {
         std::size_t before = r.problems.size();
         if (r.mapping(v, "spec.capabilities", {"provides"})) {
-            if (auto p = v["provides"]) m.provides = r.names(p, "spec.capabilities.provides").value_or(std::vector<std::string>{});
+            if (auto p = v["provides"])
+                m.provides = r.names(p, "spec.capabilities.provides").value_or(std::vector<std::string>{});
         }
         notes.provides_failed = r.problems.size() != before;
     }
@@ -697,7 +711,8 @@ void read_spec(reader& r, YAML::Node const& n, manifest& m, source_notes& notes)
         notes.models_failed = r.problems.size() != before;
     }
     if (auto v = n["security"]; v && r.mapping(v, "spec.security", {"max_sensitivity_egress"})) {
-        if (auto s = v["max_sensitivity_egress"]) m.max_sensitivity_egress = r.sensitivity(s, "spec.security.max_sensitivity_egress");
+        if (auto s = v["max_sensitivity_egress"])
+            m.max_sensitivity_egress = r.sensitivity(s, "spec.security.max_sensitivity_egress");
     }
     if (auto v = n["tools"]) read_tools(r, v, m, notes);
     if (auto v = n["execution"]) read_execution(r, v, m);
@@ -876,7 +891,8 @@ boost::json::value to_json(manifest const& m) {
 
     boost::json::value identity = nullptr;
     if (m.identity)
-        identity = boost::json::object{{"role", m.identity->role}, {"constraints", string_array(m.identity->constraints)}};
+        identity = boost::json::object{{"role", m.identity->role},
+                                       {"constraints", string_array(m.identity->constraints)}};
 
     boost::json::value privileged = nullptr;
     if (m.privileged_model)
@@ -889,7 +905,8 @@ boost::json::value to_json(manifest const& m) {
         // Sorted here as well as at parse time, so a manifest assembled in code digests the same as
         // its YAML spelling.
         auto fields_sorted = g.protected_fields;
-        std::sort(fields_sorted.begin(), fields_sorted.end(), [](auto const& a, auto const& b) { return a.path < b.path; });
+        std::sort(fields_sorted.begin(), fields_sorted.end(),
+                  [](auto const& a, auto const& b) { return a.path < b.path; });
         boost::json::array fields;
         for (auto const& f : fields_sorted) {
             auto sources = f.allowed_sources;
@@ -923,7 +940,8 @@ boost::json::value to_json(manifest const& m) {
     boost::json::object spec{{"identity", std::move(identity)},
                              {"capabilities", boost::json::object{{"provides", string_array(m.provides)}}},
                              {"models", boost::json::object{{"privileged", std::move(privileged)}}},
-                             {"security", boost::json::object{{"max_sensitivity_egress", optional_json(m.max_sensitivity_egress)}}},
+                             {"security", boost::json::object{{"max_sensitivity_egress",
+                                                               optional_json(m.max_sensitivity_egress)}}},
                              {"tools", std::move(tools)},
                              {"execution", std::move(execution)},
                              {"budgets", std::move(budgets)}};

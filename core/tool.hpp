@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -38,6 +39,10 @@ struct tool_error {
     std::string tool;    // tool://server/name
     std::string detail;  // human-readable; never contains secrets
 };
+
+inline std::ostream& operator<<(std::ostream& os, tool_error const& e) {
+    return os << to_string(e.kind) << " " << e.tool << ": " << e.detail;
+}
 
 [[noreturn]] void throw_exception_from_error(tool_error const& e, boost::source_location const&);
 

@@ -99,6 +99,16 @@ spec:
     max_wallclock_secs: 120
 )yaml";
 
+// Pieces of clerk_yaml, cut out whole by the tests that need a manifest without them.
+constexpr std::string_view clerk_role_line =
+    "    role: \"Post entries with tool://ledger/post after checking tool://ledger/read.\"\n";
+constexpr std::string_view clerk_identity_block =
+    "  identity:\n    role: \"Post entries with tool://ledger/post after checking tool://ledger/read.\"\n"
+    "    constraints:\n      - \"Never guess.\"\n      - \"Ask first.\"\n";
+constexpr std::string_view clerk_models_block =
+    "  models:\n    privileged:\n      provider: anthropic\n      model: claude\n      max_tokens: 4096\n";
+constexpr std::string_view clerk_execution_block = "  execution:\n    kind: tool-calling\n    max_turns: 6\n";
+
 // Replaces the one occurrence of `from`; a test whose edit missed would prove nothing.
 std::string edit(std::string_view text, std::string_view from, std::string_view to) {
     std::string s(text);
@@ -210,7 +220,8 @@ TEST_CASE("grant flags written in the manifest are read") {
 
 TEST_CASE("every sensitivity name is accepted as a ceiling") {
     for (auto name : {"public", "internal", "confidential", "secret"}) {
-        auto m = parsed(edit(clerk_yaml, "max_sensitivity_egress: confidential", std::string("max_sensitivity_egress: ") + name));
+        auto m = parsed(
+            edit(clerk_yaml, "max_sensitivity_egress: confidential", std::string("max_sensitivity_egress: ") + name));
         CHECK(m.max_sensitivity_egress == parse_sensitivity(name));
     }
 }
@@ -284,8 +295,7 @@ TEST_CASE("a completion agent is not held to the tool-calling rules") {
 }
 
 TEST_CASE("a manifest without execution is a set of grants and needs no model") {
-    auto yaml = edit(edit(clerk_yaml, "  execution:\n    kind: tool-calling\n    max_turns: 6\n", ""),
-                     "  models:\n    privileged:\n      provider: anthropic\n      model: claude\n      max_tokens: 4096\n", "");
+    auto yaml = edit(edit(clerk_yaml, clerk_execution_block, ""), clerk_models_block, "");
     auto m = parsed(yaml);
     CHECK_FALSE(m.execution.has_value());
     CHECK_FALSE(m.privileged_model.has_value());
@@ -368,7 +378,8 @@ TEST_CASE("changing what the model is told about a tool changes the digest") {
 }
 
 TEST_CASE("the order of grants is part of the digest") {
-    auto read = std::string("    - ref: tool://ledger/read\n      mutates: false\n      description: Read a balance.\n");
+    auto read =
+        std::string("    - ref: tool://ledger/read\n      mutates: false\n      description: Read a balance.\n");
     // Moves ledger/read from first to last place in spec.tools (execution follows tools in clerk).
     auto swapped = edit(edit(clerk_yaml, read, ""), "  execution:\n", read + "  execution:\n");
     auto m = parsed(swapped);
@@ -402,12 +413,21 @@ TEST_CASE("the normalized JSON writes every default and null for each absent opt
     CHECK(spec.at("budgets").at("max_steps").is_null());
 }
 
+TEST_CASE("a manifest assembled in code serializes its protected fields sorted by path") {
+    auto m = parsed(clerk_yaml);
+    auto& fields = m.tools[1].protected_fields;
+    std::swap(fields[0], fields[1]);
+    REQUIRE(fields[0].path == "/memo");
+    auto json_fields = to_json(m).at("spec").at("tools").at(1).at("protected_fields").as_array();
+    REQUIRE(json_fields.size() == 2);
+    CHECK(json_fields[0].at("path") == "/account");
+    CHECK(json_fields[1].at("path") == "/memo");
+    CHECK(sha256_hex(canonical(to_json(m)).value()) == parsed(clerk_yaml).digest);
+}
+
 TEST_CASE("the normalized JSON writes null for an absent identity and execution") {
-    auto yaml = edit(edit(edit(clerk_yaml, "  execution:\n    kind: tool-calling\n    max_turns: 6\n", ""),
-                          "  identity:\n    role: \"Post entries with tool://ledger/post after checking tool://ledger/read.\"\n"
-                          "    constraints:\n      - \"Never guess.\"\n      - \"Ask first.\"\n",
-                          ""),
-                     "  models:\n    privileged:\n      provider: anthropic\n      model: claude\n      max_tokens: 4096\n", "");
+    auto yaml =
+        edit(edit(edit(clerk_yaml, clerk_execution_block, ""), clerk_identity_block, ""), clerk_models_block, "");
     auto j = to_json(parsed(yaml));
     CHECK(j.at("spec").at("identity").is_null());
     CHECK(j.at("spec").at("execution").is_null());
@@ -480,8 +500,10 @@ TEST_CASE("unknown keys anywhere are refused, naming the key path") {
         {"  name: clerk\n", "  name: clerk\n  labels: {}\n", "metadata.labels"},
         {"  capabilities:\n", "  memory: {}\n  capabilities:\n", "spec.memory"},
         {"    role: \"Post", "    persona: x\n    role: \"Post", "spec.identity.persona"},
-        {"    provides: [ledger.post]\n", "    provides: [ledger.post]\n    consumes: []\n", "spec.capabilities.consumes"},
-        {"      model: claude\n", "      model: claude\n      temperature: 0.2\n", "spec.models.privileged.temperature"},
+        {"    provides: [ledger.post]\n", "    provides: [ledger.post]\n    consumes: []\n",
+         "spec.capabilities.consumes"},
+        {"      model: claude\n", "      model: claude\n      temperature: 0.2\n",
+         "spec.models.privileged.temperature"},
         {"    privileged:\n", "    quarantined: {}\n    privileged:\n", "spec.models.quarantined"},
         {"    max_sensitivity_egress: confidential\n", "    max_sensitivity_egress: confidential\n    egress: []\n",
          "spec.security.egress"},
@@ -524,7 +546,8 @@ TEST_CASE("a negative or oversized count is refused") {
     require_refused(edit(clerk_yaml, "max_effects: 5", "max_effects: -5"), "invalid_value", "spec.budgets.max_effects");
     require_refused(edit(clerk_yaml, "max_effects: 5", "max_effects: 18446744073709551616"), "invalid_value",
                     "spec.budgets.max_effects");
-    require_refused(edit(clerk_yaml, "max_turns: 6", "max_turns: 4294967296"), "invalid_value", "spec.execution.max_turns");
+    require_refused(edit(clerk_yaml, "max_turns: 6", "max_turns: 4294967296"), "invalid_value",
+                    "spec.execution.max_turns");
 }
 
 TEST_CASE("a string field written as a number, boolean or null is refused") {
@@ -533,7 +556,8 @@ TEST_CASE("a string field written as a number, boolean or null is refused") {
     require_refused(edit(clerk_yaml, "  version: \"2.1.0\"", "  version: 2.10"), "wrong_type", "metadata.version");
     require_refused(edit(clerk_yaml, "description: Read a balance.", "description: true"), "wrong_type",
                     "spec.tools[0].description");
-    require_refused(edit(clerk_yaml, "provider: anthropic", "provider: ~"), "wrong_type", "spec.models.privileged.provider");
+    require_refused(edit(clerk_yaml, "provider: anthropic", "provider: ~"), "wrong_type",
+                    "spec.models.privileged.provider");
 }
 
 TEST_CASE("a sequence written as a single value is refused") {
@@ -546,11 +570,7 @@ TEST_CASE("a sequence written as a single value is refused") {
 TEST_CASE("a section written as a scalar or null is refused") {
     require_refused(edit(clerk_yaml, "  security:\n    max_sensitivity_egress: confidential\n", "  security:\n"),
                     "wrong_type", "spec.security");
-    require_refused(edit(clerk_yaml,
-                         "  identity:\n    role: \"Post entries with tool://ledger/post after checking tool://ledger/read.\"\n"
-                         "    constraints:\n      - \"Never guess.\"\n      - \"Ask first.\"\n",
-                         "  identity: a clerk\n"),
-                    "wrong_type", "spec.identity");
+    require_refused(edit(clerk_yaml, clerk_identity_block, "  identity: a clerk\n"), "wrong_type", "spec.identity");
 }
 
 TEST_CASE("an unknown sensitivity name is refused, naming the field") {
@@ -561,7 +581,8 @@ TEST_CASE("an unknown sensitivity name is refused, naming the field") {
 }
 
 TEST_CASE("an unknown execution kind is refused") {
-    require_refused(edit(clerk_yaml, "kind: tool-calling", "kind: tool_calling"), "invalid_value", "spec.execution.kind");
+    require_refused(edit(clerk_yaml, "kind: tool-calling", "kind: tool_calling"), "invalid_value",
+                    "spec.execution.kind");
 }
 
 TEST_CASE("an execution block without a kind is refused") {
@@ -576,18 +597,16 @@ TEST_CASE("an explicit YAML tag other than !!str is refused") {
 // ── refusals: identity, models, budgets ───────────────────────────────────────────────────────
 
 TEST_CASE("a blank identity.role is refused when identity is present") {
-    require_refused(edit(clerk_yaml, "    role: \"Post entries with tool://ledger/post after checking tool://ledger/read.\"",
-                         "    role: \" \""),
-                    "empty_field", "spec.identity.role");
+    require_refused(edit(clerk_yaml, clerk_role_line, "    role: \" \"\n"), "empty_field", "spec.identity.role");
 }
 
 TEST_CASE("an identity without a role is refused") {
-    require_refused(edit(clerk_yaml, "    role: \"Post entries with tool://ledger/post after checking tool://ledger/read.\"\n", ""),
-                    "empty_field", "spec.identity.role");
+    require_refused(edit(clerk_yaml, clerk_role_line, ""), "empty_field", "spec.identity.role");
 }
 
 TEST_CASE("a privileged model without a provider is refused") {
-    require_refused(edit(clerk_yaml, "      provider: anthropic\n", ""), "missing_field", "spec.models.privileged.provider");
+    require_refused(edit(clerk_yaml, "      provider: anthropic\n", ""), "missing_field",
+                    "spec.models.privileged.provider");
 }
 
 TEST_CASE("a budget ceiling of 0 is refused, naming the budget") {
@@ -626,8 +645,8 @@ TEST_CASE("a capability listed twice is refused") {
 // ── refusals: grants ──────────────────────────────────────────────────────────────────────────
 
 TEST_CASE("a grant ref that is not exactly tool://server/name is refused") {
-    for (auto bad : {"ledger/read", "Tool://ledger/read", "tool://ledger", "tool://ledger/read/x", "tool://led-ger/read",
-                     "\"tool://ledger/read \"", "tool:///read", "https://ledger/read"}) {
+    for (auto bad : {"ledger/read", "Tool://ledger/read", "tool://ledger", "tool://ledger/read/x",
+                     "tool://led-ger/read", "\"tool://ledger/read \"", "tool:///read", "https://ledger/read"}) {
         INFO(bad);
         require_refused(edit(clerk_yaml, "ref: tool://ledger/post", std::string("ref: ") + bad), "invalid_tool_ref",
                         "spec.tools[1].ref");
@@ -635,8 +654,7 @@ TEST_CASE("a grant ref that is not exactly tool://server/name is refused") {
 }
 
 TEST_CASE("a grant without a ref is refused") {
-    require_refused(edit(clerk_yaml, "    - ref: tool://ledger/read\n      mutates: false\n",
-                         "    - mutates: false\n"),
+    require_refused(edit(clerk_yaml, "    - ref: tool://ledger/read\n      mutates: false\n", "    - mutates: false\n"),
                     "missing_field", "spec.tools[0].ref");
 }
 
@@ -672,9 +690,9 @@ TEST_CASE("require_trusted: false beside allowed_sources is not a conflict") {
 }
 
 TEST_CASE("a protected field with no constraint is refused") {
-    require_refused(edit(clerk_yaml, "        - path: /memo\n          max_sensitivity: internal\n",
-                         "        - path: /memo\n"),
-                    "unconstrained_field", "spec.tools[1].protected_fields[1]");
+    require_refused(
+        edit(clerk_yaml, "        - path: /memo\n          max_sensitivity: internal\n", "        - path: /memo\n"),
+        "unconstrained_field", "spec.tools[1].protected_fields[1]");
     require_refused(edit(clerk_yaml, "          require_trusted: true\n", "          require_trusted: false\n"),
                     "unconstrained_field", "spec.tools[1].protected_fields[0]");
 }
@@ -732,13 +750,9 @@ TEST_CASE("a mutating grant gated by allowed_sources satisfies the tool-calling 
 }
 
 TEST_CASE("execution without a privileged model is refused") {
-    require_refused(edit(clerk_yaml, "    privileged:\n      provider: anthropic\n      model: claude\n      max_tokens: 4096\n",
-                         "    {}\n"),
-                    "execution_without_model", "spec.models.privileged");
-    require_refused(edit(clerk_yaml, "  models:\n    privileged:\n      provider: anthropic\n      model: claude\n"
-                                     "      max_tokens: 4096\n",
-                         ""),
-                    "execution_without_model", "spec.models.privileged");
+    require_refused(edit(clerk_yaml, clerk_models_block, "  models: {}\n"), "execution_without_model",
+                    "spec.models.privileged");
+    require_refused(edit(clerk_yaml, clerk_models_block, ""), "execution_without_model", "spec.models.privileged");
 }
 
 TEST_CASE("execution without a capability is refused") {
@@ -778,8 +792,9 @@ TEST_CASE("an arguments schema that expands without bound through aliases is ref
         "        d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
         "        e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
         "        f: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n");
-    require_refused(edit(clerk_yaml, "      description: Read a balance.\n", "      description: Read a balance.\n" + bomb),
-                    "too_large", "spec.tools[0].arguments");
+    require_refused(
+        edit(clerk_yaml, "      description: Read a balance.\n", "      description: Read a balance.\n" + bomb),
+        "too_large", "spec.tools[0].arguments");
 }
 
 // ── every problem at once ─────────────────────────────────────────────────────────────────────

@@ -13,6 +13,7 @@
 namespace json = boost::json;
 using namespace airlock::core;
 
+namespace {
 namespace shop {
 
 enum class currency { eur, usd, chf };
@@ -83,7 +84,13 @@ struct nested_misspelled_doc_args {
 };
 BOOST_DESCRIBE_STRUCT(nested_misspelled_doc_args, (), (items))
 
+struct audited_args : read_args {
+    std::string reason;
+};
+BOOST_DESCRIBE_STRUCT(audited_args, (read_args), (reason))
+
 }  // namespace shop
+}  // namespace
 
 namespace {
 
@@ -329,6 +336,23 @@ TEST_CASE("a field_doc naming a member twice does not compile into a tool") {
 
 TEST_CASE("a misspelled field_doc in a nested struct does not compile into a tool") {
     STATIC_REQUIRE_FALSE(detail::field_docs_are_valid<shop::nested_misspelled_doc_args>());
+}
+
+TEST_CASE("members of a described base are arguments too") {
+    toolbox box{"ledger"};
+    std::optional<shop::audited_args> received;
+    auto body = [&](shop::audited_args a) {
+        received = a;
+        return json::value();
+    };
+    REQUIRE(box.add<shop::audited_args>("audit", {}, body).has_value());
+    CHECK(schema_of(box, "tool://ledger/audit").at("required") == json::array{"account", "reason"});
+    auto r = run(box.async_call(id_of("tool://ledger/audit"), json::parse(R"({"account":"a","reason":"r"})"),
+                                std::nullopt));
+    REQUIRE(r.has_value());
+    REQUIRE(received);
+    CHECK(received->account == "a");
+    CHECK(received->reason == "r");
 }
 
 // --- registration -----------------------------------------------------------------------------------
