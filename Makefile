@@ -4,13 +4,17 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j2
 RUN_ARGS ?= serve
 
-.PHONY: run test build deps configure clean
+.PHONY: run test bench build deps configure clean
 
 run: build
 	./$(BUILD_DIR)/service/airlock $(RUN_ARGS)
 
 test: build
 	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS)
+
+# Benchmarks print figures; they never pass or fail.
+bench: build
+	./$(BUILD_DIR)/bench/bench_journal_bench
 
 build: configure
 	cmake --build $(BUILD_DIR)

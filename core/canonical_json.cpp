@@ -393,6 +393,20 @@ result<std::string> canonicalize(std::string_view text) {
     return canonical(*v);
 }
 
+std::string_view json_kind_name(boost::json::value const& v) noexcept {
+    switch (v.kind()) {
+        case boost::json::kind::null: return "null";
+        case boost::json::kind::bool_: return "a boolean";
+        case boost::json::kind::int64:
+        case boost::json::kind::uint64: return "an integer";
+        case boost::json::kind::double_: return "a number";
+        case boost::json::kind::string: return "a string";
+        case boost::json::kind::array: return "an array";
+        case boost::json::kind::object: return "an object";
+    }
+    return "a value";
+}
+
 std::string format_es_number(double d) {
     if (d == 0) return "0";  // both +0 and -0
     // to_chars without a precision gives the shortest digits that round-trip, which is exactly the

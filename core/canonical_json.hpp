@@ -23,6 +23,10 @@ result<std::string> canonical(boost::json::value const& v);
 // parse_ijson followed by canonical.
 result<std::string> canonicalize(std::string_view text);
 
+// What kind of JSON value `v` is, in words for error messages: "null", "a boolean", "an integer",
+// "a number", "a string", "an array", "an object". Never the value itself, which may be secret.
+std::string_view json_kind_name(boost::json::value const& v) noexcept;
+
 // ECMAScript Number::toString for a finite double ("1e+21", "0.000001", "5e-324", "0" for -0).
 std::string format_es_number(double d);
 

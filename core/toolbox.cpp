@@ -1,31 +1,15 @@
 #include "core/toolbox.hpp"
 
+#include "core/canonical_json.hpp"
+
 #include <algorithm>
 
 namespace airlock::core {
 
 namespace detail {
 
-namespace {
-
-std::string_view kind_of(boost::json::value const& v) noexcept {
-    switch (v.kind()) {
-    case boost::json::kind::null: return "null";
-    case boost::json::kind::bool_: return "a boolean";
-    case boost::json::kind::int64:
-    case boost::json::kind::uint64: return "an integer";
-    case boost::json::kind::double_: return "a number";
-    case boost::json::kind::string: return "a string";
-    case boost::json::kind::array: return "an array";
-    case boost::json::kind::object: return "an object";
-    }
-    return "an unknown value";
-}
-
-}  // namespace
-
 field_error expected(std::string_view what, boost::json::value const& v) {
-    return field_error{{}, "expected " + std::string(what) + ", got " + std::string(kind_of(v))};
+    return field_error{{}, "expected " + std::string(what) + ", got " + std::string(core::json_kind_name(v))};
 }
 
 field_error out_of_range(std::string const& lowest, std::string const& highest) {

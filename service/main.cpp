@@ -1,6 +1,9 @@
 // The airlock command line: one binary, one subcommand per use.
 
+#include "service/check_command.hpp"
+#include "service/journal_command.hpp"
 #include "service/serve.hpp"
+#include "service/upstream_command.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -22,10 +25,12 @@ struct subcommand {
 constexpr subcommand subcommands[] = {
     {"serve", "run the HTTP service: MCP gateway at /mcp, REST API, health and metrics", true},
     {"stdio", "serve one MCP client on stdin/stdout (for hosts that spawn their servers)", false},
-    {"check", "validate an agent manifest or a config file and print its digest or summary", false},
+    {"check", "validate an agent manifest and print its name, version and digest", true},
     {"run", "run one agent from a manifest and print its output", false},
     {"replay", "re-run a journaled run from the journal alone (no model or tool calls)", false},
-    {"verify", "verify a run's hash chain in the journal", false},
+    {"journal", "verify, show, export and import journaled runs", true},
+    {"tools", "list the tools of one upstream MCP server (stdio:CMD or an http(s) URL)", true},
+    {"call", "call one tool of an upstream MCP server and print the result", true},
     {"verify-provenance", "verify a signed provenance block against a public key", false},
     {"keygen", "create an Ed25519 signing key (PKCS#8 PEM) for provenance", false},
     {"version", "print the version", true},
@@ -66,6 +71,10 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (cmd == "serve") return airlock::service::run_serve(rest);
+    if (cmd == "check") return airlock::service::run_check(rest);
+    if (cmd == "journal") return airlock::service::run_journal(rest);
+    if (cmd == "tools") return airlock::service::run_tools(rest);
+    if (cmd == "call") return airlock::service::run_call(rest);
     for (auto const& c : subcommands) {
         if (cmd == c.name) {
             std::cerr << "airlock: '" << cmd << "' is not available in this build yet\n";

@@ -13,7 +13,7 @@ TEST_CASE("airlock --version prints the version and exits 0") {
 TEST_CASE("airlock --help lists every subcommand, including those still to come") {
     auto r = run_command({AIRLOCK_BINARY, "--help"});
     CHECK(r.exit_code == 0);
-    for (auto cmd : {"serve", "stdio", "check", "replay", "verify", "verify-provenance", "keygen"}) {
+    for (auto cmd : {"serve", "stdio", "check", "journal", "replay", "verify-provenance", "keygen"}) {
         INFO(cmd);
         CHECK_THAT(r.out, Catch::Contains(std::string("\n  ") + cmd + " "));
     }

@@ -1,0 +1,241 @@
+#include "core/journal.hpp"
+
+#include "core/canonical_json.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace airlock::core {
+
+namespace {
+
+// One table for both directions, so a kind cannot be printable and unparseable (or the reverse).
+constexpr std::array<std::pair<record_kind, std::string_view>, 9> kind_names{{
+    {record_kind::run_admitted, "run_admitted"},
+    {record_kind::effect_started, "effect_started"},
+    {record_kind::effect_done, "effect_done"},
+    {record_kind::effect_failed, "effect_failed"},
+    {record_kind::policy_denied, "policy_denied"},
+    {record_kind::approval_requested, "approval_requested"},
+    {record_kind::approval_decided, "approval_decided"},
+    {record_kind::note, "note"},
+    {record_kind::run_sealed, "run_sealed"},
+}};
+
+constexpr sha256_digest zero_digest{};
+
+// The hashed bytes are prev_hash followed by the canonical form of
+// {"body":…,"kind":…,"run_id":…,"seq":…}. Those four names already sort in RFC 8785 order, so the
+// envelope is written around the body's canonical text instead of copying the body into a wrapper
+// object and canonicalizing it a second time: chain_next needs the body's canonical size anyway, and
+// bodies may be up to a mebibyte. The journal tests pin this against canonical() of the wrapper.
+result<sha256_digest> hash_canonical_body(sha256_digest const& prev_hash, std::string_view run_id,
+                                          std::uint64_t seq, record_kind kind, std::string_view canonical_body) {
+    auto kind_text = canonical(boost::json::value(to_string(kind)));
+    if (!kind_text) return kind_text.error();
+    auto run_text = canonical(boost::json::value(run_id));
+    if (!run_text) return make_error(run_text.error().code, "run_id: " + run_text.error().message);
+
+    sha256_hasher h;
+    h.update(prev_hash.data(), prev_hash.size());
+    h.update(R"({"body":)");
+    h.update(canonical_body);
+    h.update(R"(,"kind":)");
+    h.update(*kind_text);
+    h.update(R"(,"run_id":)");
+    h.update(*run_text);
+    h.update(R"(,"seq":)");
+    h.update(std::to_string(seq));
+    h.update("}");
+    return h.finish();
+}
+
+result<std::string> canonical_body(boost::json::object const& body) {
+    // canonical() takes a value; a value holding a copy of the object is the only way in, and is
+    // cheap next to the canonicalization itself.
+    auto text = canonical(boost::json::value(body));
+    if (!text) return make_error(text.error().code, "body: " + text.error().message);
+    return text;
+}
+
+std::string too_large_message(std::size_t size) {
+    return "body is " + std::to_string(size) + " bytes in canonical form; records are limited to " +
+           std::to_string(max_record_bytes) + " bytes and are never truncated";
+}
+
+int hex_value(char c) noexcept {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;  // upper case is refused: exports are written lower case and must round-trip byte for byte
+}
+
+std::optional<sha256_digest> parse_digest(std::string_view hex) noexcept {
+    sha256_digest d{};
+    if (hex.size() != d.size() * 2) return std::nullopt;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+        int hi = hex_value(hex[2 * i]);
+        int lo = hex_value(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        d[i] = static_cast<std::uint8_t>(hi << 4 | lo);
+    }
+    return d;
+}
+
+}  // namespace
+
+std::string_view to_string(record_kind k) noexcept {
+    for (auto const& [kind, name] : kind_names)
+        if (kind == k) return name;
+    return "unknown";
+}
+
+std::optional<record_kind> parse_record_kind(std::string_view s) noexcept {
+    // Byte-for-byte: the kind is part of the hashed bytes, so a near miss must not read as a kind.
+    for (auto const& [kind, name] : kind_names)
+        if (name == s) return kind;
+    return std::nullopt;
+}
+
+result<sha256_digest> record_hash(sha256_digest const& prev_hash, std::string_view run_id, std::uint64_t seq,
+                                  record_kind kind, boost::json::object const& body) {
+    auto text = canonical_body(body);
+    if (!text) return text.error();
+    return hash_canonical_body(prev_hash, run_id, seq, kind, *text);
+}
+
+result<record> chain_next(std::string_view run_id, std::optional<record> const& prev, new_record const& next) {
+    if (prev && prev->run_id != run_id)
+        return make_error("invalid_record", "run_id: the previous record belongs to run '" + prev->run_id +
+                                                "', not '" + std::string(run_id) + "'");
+    auto text = canonical_body(next.body);
+    if (!text) return text.error();
+    if (text->size() > max_record_bytes) return make_error("record_too_large", too_large_message(text->size()));
+
+    record r;
+    r.run_id = std::string(run_id);
+    r.seq = prev ? prev->seq + 1 : 1;
+    r.kind = next.kind;
+    r.body = next.body;
+    r.prev_hash = prev ? prev->hash : zero_digest;
+    auto h = hash_canonical_body(r.prev_hash, r.run_id, r.seq, r.kind, *text);
+    if (!h) return h.error();
+    r.hash = *h;
+    return r;
+}
+
+std::optional<chain_fault> verify_chain(std::vector<record> const& records) {
+    if (records.empty()) return std::nullopt;
+    std::string const& run_id = records.front().run_id;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        record const& r = records[i];
+        std::uint64_t const expected_seq = i + 1;
+        if (r.run_id != run_id)
+            return chain_fault{r.seq, "run_id mismatch: expected '" + run_id + "', found '" + r.run_id + "'"};
+        if (r.seq != expected_seq) {
+            // Telling a lost record from a moved one points whoever reads the fault at the right cause:
+            // the expected seq turning up later (or a seq going backwards) means records were reordered.
+            bool moved = r.seq < expected_seq ||
+                         std::any_of(records.begin() + static_cast<std::ptrdiff_t>(i) + 1, records.end(),
+                                     [&](record const& later) { return later.seq == expected_seq; });
+            return chain_fault{r.seq, std::string(moved ? "seq out of order" : "seq gap") + ": expected " +
+                                          std::to_string(expected_seq) + ", found " + std::to_string(r.seq)};
+        }
+        sha256_digest const& expected_prev = i == 0 ? zero_digest : records[i - 1].hash;
+        if (r.prev_hash != expected_prev)
+            return chain_fault{r.seq, i == 0 ? std::string("prev_hash mismatch: the first record must link to the "
+                                                           "all-zero genesis hash")
+                                             : "prev_hash mismatch: expected " + to_hex(expected_prev) +
+                                                   " (the hash of seq " + std::to_string(r.seq - 1) + ")"};
+        auto text = canonical_body(r.body);
+        if (!text) return chain_fault{r.seq, "body cannot be canonicalized: " + text.error().message};
+        // A record the store would have refused cannot be part of an honest chain, even if it hashes.
+        if (text->size() > max_record_bytes) return chain_fault{r.seq, "record too large: " + too_large_message(text->size())};
+        auto h = hash_canonical_body(r.prev_hash, r.run_id, r.seq, r.kind, *text);
+        if (!h) return chain_fault{r.seq, "hash cannot be computed: " + h.error().message};
+        if (*h != r.hash) return chain_fault{r.seq, "hash mismatch: recomputed " + to_hex(*h) + ", stored " + to_hex(r.hash)};
+    }
+    return std::nullopt;
+}
+
+boost::json::object to_json(record const& r) {
+    boost::json::object o;
+    o["run_id"] = r.run_id;
+    o["seq"] = r.seq;
+    o["kind"] = to_string(r.kind);
+    o["body"] = r.body;
+    o["prev_hash"] = to_hex(r.prev_hash);
+    o["hash"] = to_hex(r.hash);
+    return o;
+}
+
+result<record> record_from_json(boost::json::value const& v) {
+    auto const* o = v.if_object();
+    if (!o) return make_error("wrong_type", "a record must be a JSON object");
+
+    // Unknown members are refused: an import that silently dropped one would not round-trip, and a
+    // field we do not hash is a field nobody can trust.
+    static constexpr std::string_view known[] = {"run_id", "seq", "kind", "body", "prev_hash", "hash"};
+    for (auto const& kv : *o) {
+        bool found = false;
+        for (auto k : known) found = found || kv.key() == k;
+        if (!found) return make_error("unknown_field", "record." + std::string(kv.key()) + " is not a record field");
+    }
+    auto field = [&](std::string_view name) -> result<boost::json::value const*> {
+        auto const* p = o->if_contains(name);
+        if (!p) return make_error("missing_field", "record." + std::string(name) + " is required");
+        return p;
+    };
+
+    record r;
+
+    auto run_id = field("run_id");
+    if (!run_id) return run_id.error();
+    auto const* run_text = (*run_id)->if_string();
+    if (!run_text) return make_error("wrong_type", "record.run_id must be a string");
+    r.run_id = std::string(*run_text);
+
+    auto seq = field("seq");
+    if (!seq) return seq.error();
+    if (auto const* i = (*seq)->if_int64(); i && *i > 0)
+        r.seq = static_cast<std::uint64_t>(*i);
+    else if (auto const* u = (*seq)->if_uint64(); u && *u > 0)
+        r.seq = *u;
+    else
+        return make_error("wrong_type", "record.seq must be a positive integer");
+
+    auto kind = field("kind");
+    if (!kind) return kind.error();
+    auto const* kind_text = (*kind)->if_string();
+    if (!kind_text) return make_error("wrong_type", "record.kind must be a string");
+    auto k = parse_record_kind(*kind_text);
+    if (!k) return make_error("invalid_field", "record.kind '" + std::string(*kind_text) + "' is not a record kind");
+    r.kind = *k;
+
+    auto body = field("body");
+    if (!body) return body.error();
+    auto const* body_obj = (*body)->if_object();
+    if (!body_obj) return make_error("wrong_type", "record.body must be an object");
+    r.body = *body_obj;
+
+    for (auto [name, target] : {std::pair{std::string_view("prev_hash"), &r.prev_hash},
+                                std::pair{std::string_view("hash"), &r.hash}}) {
+        auto f = field(name);
+        if (!f) return f.error();
+        auto const* text = (*f)->if_string();
+        if (!text) return make_error("wrong_type", "record." + std::string(name) + " must be a string");
+        auto d = parse_digest(*text);
+        if (!d)
+            return make_error("invalid_field",
+                              "record." + std::string(name) + " must be 64 lowercase hexadecimal digits");
+        *target = *d;
+    }
+    return r;
+}
+
+bool is_terminal_status(std::string_view status) noexcept {
+    return status == "succeeded" || status == "failed" || status == "exhausted" || status == "quarantined" ||
+           status == "cancelled";
+}
+
+}  // namespace airlock::core

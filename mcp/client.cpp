@@ -1,0 +1,338 @@
+#include "mcp/client.hpp"
+
+#include "core/provenance.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace airlock::mcp {
+
+namespace asio = boost::asio;
+using core::tool_error;
+using core::tool_error_kind;
+
+core::result<std::string> airlock_tool_name(std::string_view upstream_name) {
+    std::string name(upstream_name);
+    for (auto& c : name)
+        if (c == '-') c = '.';
+    if (auto p = core::tool_id_component_problem(name, "tool name"); !p.empty())
+        return core::make_error("unrepresentable_tool_name", "upstream tool '" + std::string(upstream_name) + "': " + p);
+    return name;
+}
+
+mcp_client::mcp_client(std::unique_ptr<transport> t, client_options options)
+    : transport_(std::move(t)), options_(std::move(options)) {}
+
+mcp_client::~mcp_client() = default;
+
+era mcp_client::current_era() const {
+    std::lock_guard lock(mutex_);
+    return era_;
+}
+
+std::string mcp_client::protocol_version() const {
+    std::lock_guard lock(mutex_);
+    return version_;
+}
+
+core::destination mcp_client::destination_of(core::tool_id const&) const { return transport_->destination(); }
+
+std::string mcp_client::next_id() { return "airlock-" + std::to_string(++ids_); }
+
+tool_error mcp_client::to_tool_error(transport_error const& e, std::string const& tool) const {
+    tool_error_kind k = tool_error_kind::unreachable;
+    switch (e.what) {
+        case transport_error::kind::not_sent: k = tool_error_kind::unreachable; break;
+        case transport_error::kind::no_reply:
+        case transport_error::kind::deadline: k = tool_error_kind::timed_out; break;
+        case transport_error::kind::session_expired: k = tool_error_kind::unreachable; break;
+        case transport_error::kind::http_status:
+            // A 4xx says the server turned the request away; a 5xx may have come after the work.
+            k = (e.http_status >= 400 && e.http_status < 500) ? tool_error_kind::refused : tool_error_kind::timed_out;
+            break;
+        case transport_error::kind::protocol: k = tool_error_kind::malformed; break;
+    }
+    return tool_error{k, tool, options_.server_name + ": " + std::string(to_string(e.what)) + ": " + e.detail};
+}
+
+asio::awaitable<core::tool_result<void>> mcp_client::async_connect() { co_return co_await async_ensure_connected(); }
+
+asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
+    // One coroutine connects; others wait for it. Connecting is rare (start, restart, expired
+    // session), so waiting by polling a short timer is simpler than an async condition variable.
+    auto started = std::chrono::steady_clock::now();
+    for (;;) {
+        {
+            std::lock_guard lock(mutex_);
+            if (connected_) co_return core::tool_result<void>{};
+            if (!connecting_) {
+                connecting_ = true;
+                break;
+            }
+        }
+        if (std::chrono::steady_clock::now() - started > options_.connect_deadline)
+            co_return tool_error{tool_error_kind::unreachable, "", options_.server_name + ": connect timed out"};
+        asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(10));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+
+    auto fail = [this](tool_error e) {
+        std::lock_guard lock(mutex_);
+        connecting_ = false;
+        return e;
+    };
+    auto opened = co_await transport_->async_open();
+    if (!opened) co_return fail(to_tool_error(opened.error(), ""));
+
+    era_detector::options dopts;
+    dopts.transport = options_.kind;
+    dopts.client_info = options_.client_info;
+    era_detector detector(dopts);
+    auto step = detector.start();
+    for (int round = 0; round < 8; ++round) {
+        switch (step.kind) {
+            case era_detector::step_kind::send: {
+                request_options ro;
+                ro.deadline = options_.connect_deadline;
+                auto reply = co_await transport_->async_request(*step.request, ro);
+                if (reply) {
+                    step = detector.on_reply(probe_reply{std::nullopt, std::move(*reply)});
+                } else if (reply.error().what == transport_error::kind::deadline) {
+                    step = detector.on_timeout();
+                } else if (reply.error().what == transport_error::kind::http_status) {
+                    step = detector.on_reply(probe_reply{reply.error().http_status, std::nullopt});
+                } else {
+                    co_return fail(to_tool_error(reply.error(), ""));
+                }
+                break;
+            }
+            case era_detector::step_kind::done: {
+                transport_->set_protocol_version(step.version);
+                if (step.notification) {
+                    auto sent = co_await transport_->async_notify(*step.notification);
+                    if (!sent) co_return fail(to_tool_error(sent.error(), ""));
+                }
+                spdlog::info("upstream {}: {} era, protocol {} ({})", options_.server_name, to_string(step.decided_era),
+                             step.version, step.reason);
+                std::lock_guard lock(mutex_);
+                era_ = step.decided_era;
+                version_ = step.version;
+                connected_ = true;
+                connecting_ = false;
+                co_return core::tool_result<void>{};
+            }
+            case era_detector::step_kind::failed:
+                co_return fail(tool_error{tool_error_kind::unreachable, "",
+                                          options_.server_name + ": cannot agree on a protocol: " + step.reason});
+            case era_detector::step_kind::wait:
+                co_return fail(tool_error{tool_error_kind::malformed, "",
+                                          options_.server_name + ": unexpected reply during the handshake"});
+        }
+    }
+    co_return fail(tool_error{tool_error_kind::malformed, "", options_.server_name + ": handshake did not settle"});
+}
+
+asio::awaitable<transport_result<message>> mcp_client::async_send(std::string method, boost::json::object params,
+                                                                  request_options opts) {
+    era e;
+    std::string version;
+    {
+        std::lock_guard lock(mutex_);
+        e = era_;
+        version = version_;
+    }
+    auto id = next_id();
+    bool wants_progress = static_cast<bool>(opts.on_notification);
+    if (e == era::modern) {
+        request_meta meta;
+        meta.protocol_version = version;
+        meta.client_info = options_.client_info;
+        if (wants_progress) meta.progress = progress_token{id};
+        set_request_meta(params, meta);
+    } else if (wants_progress) {
+        auto& m = params["_meta"];
+        if (!m.is_object()) m = boost::json::object{};
+        m.as_object()[meta_key::progress_token] = id;
+    }
+    request req{id, std::move(method), std::move(params)};
+    co_return co_await transport_->async_request(std::move(req), std::move(opts));
+}
+
+asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async_list_tools() {
+    if (auto c = co_await async_ensure_connected(); !c) co_return c.error();
+    std::vector<upstream_tool> out;
+    std::map<std::string, std::string> names;
+    std::optional<std::string> cursor;
+    // Bounded: a server that pages forever is cut off rather than followed forever.
+    for (int page = 0; page < 1000; ++page) {
+        boost::json::object params;
+        if (cursor) params["cursor"] = *cursor;
+        request_options ro;
+        ro.deadline = options_.call_deadline;
+        auto reply = co_await async_send(std::string(method::tools_list), std::move(params), ro);
+        if (!reply) {
+            if (reply.error().what != transport_error::kind::not_sent && reply.error().what != transport_error::kind::protocol) {
+                std::lock_guard lock(mutex_);
+                connected_ = false;
+            }
+            co_return to_tool_error(reply.error(), "");
+        }
+        if (auto const* err = std::get_if<error_response>(&*reply))
+            co_return tool_error{tool_error_kind::refused, "",
+                                 options_.server_name + ": tools/list: " + err->error.message};
+        auto const* res = std::get_if<response>(&*reply);
+        if (!res) co_return tool_error{tool_error_kind::malformed, "", options_.server_name + ": tools/list: not a response"};
+        auto listed = parse_list_tools_result(res->result);
+        if (!listed) co_return tool_error{tool_error_kind::malformed, "", options_.server_name + ": " + listed.error().message};
+        for (auto const& r : listed->rejected)
+            spdlog::warn("upstream {}: tool #{} '{}' skipped: {}", options_.server_name, r.index, r.name, r.reason);
+        for (auto& t : listed->tools) {
+            auto name = airlock_tool_name(t.name);
+            if (!name) {
+                spdlog::warn("upstream {}: {}", options_.server_name, name.error().message);
+                continue;
+            }
+            auto id = core::tool_id::make(options_.server_name, *name);
+            if (!id) {
+                spdlog::warn("upstream {}: tool '{}': {}", options_.server_name, t.name, id.error().message);
+                continue;
+            }
+            if (names.contains(*name)) {
+                spdlog::warn("upstream {}: tools '{}' and '{}' both map to {}; the second is skipped",
+                             options_.server_name, names[*name], t.name, id->uri());
+                continue;
+            }
+            names[*name] = t.name;
+            out.push_back(upstream_tool{*id, t.name, std::move(t)});
+        }
+        if (!listed->next_cursor || listed->next_cursor->empty()) break;
+        cursor = listed->next_cursor;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        upstream_names_ = std::move(names);
+    }
+    co_return out;
+}
+
+asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool(
+    core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov,
+    std::function<void(progress_params const&)> on_progress, std::optional<std::chrono::milliseconds> deadline) {
+    auto const uri = tool.uri();
+    if (tool.server() != options_.server_name)
+        co_return tool_error{tool_error_kind::unreachable, uri,
+                             "this client serves '" + options_.server_name + "', not '" + tool.server() + "'"};
+    if (!arguments.is_object() && !arguments.is_null())
+        co_return tool_error{tool_error_kind::refused, uri, "arguments must be a JSON object"};
+    if (auto c = co_await async_ensure_connected(); !c) {
+        auto e = c.error();
+        e.tool = uri;
+        co_return e;
+    }
+    auto lookup = [&]() -> std::optional<std::string> {
+        std::lock_guard lock(mutex_);
+        auto it = upstream_names_.find(tool.name());
+        if (it == upstream_names_.end()) return std::nullopt;
+        return it->second;
+    };
+    auto upstream = lookup();
+    if (!upstream) {
+        // The catalogue may be stale (or never read): read it once before refusing.
+        auto listed = co_await async_list_tools();
+        if (!listed) {
+            auto e = listed.error();
+            e.tool = uri;
+            co_return e;
+        }
+        upstream = lookup();
+        if (!upstream) co_return tool_error{tool_error_kind::refused, uri, options_.server_name + " has no such tool"};
+    }
+
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        boost::json::object params;
+        params["name"] = *upstream;
+        if (arguments.is_object()) params["arguments"] = arguments;
+        if (prov) core::attach_provenance(params, *prov);
+        request_options ro;
+        ro.deadline = deadline.value_or(options_.call_deadline);
+        if (on_progress) {
+            ro.on_notification = [on_progress](notification const& n) {
+                if (n.method != method::progress || !n.params) return;
+                if (auto p = parse_progress_params(*n.params)) on_progress(*p);
+            };
+        }
+        auto reply = co_await async_send(std::string(method::tools_call), std::move(params), std::move(ro));
+        if (!reply) {
+            auto const& te = reply.error();
+            if (te.what == transport_error::kind::session_expired && attempt == 0) {
+                // Legacy HTTP: the server forgot our session before the call ran; start a new one
+                // and send again once. Nothing ran, so this cannot double an effect.
+                {
+                    std::lock_guard lock(mutex_);
+                    connected_ = false;
+                }
+                if (auto c = co_await async_ensure_connected(); !c) {
+                    auto e = c.error();
+                    e.tool = uri;
+                    co_return e;
+                }
+                continue;
+            }
+            if (te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent) {
+                std::lock_guard lock(mutex_);
+                connected_ = false;  // a restarted child needs a new handshake
+            }
+            co_return to_tool_error(te, uri);
+        }
+        if (auto const* err = std::get_if<error_response>(&*reply)) {
+            auto code = err->error.code;
+            bool refused = code == rpc_code::parse_error || code == rpc_code::invalid_request ||
+                           code == rpc_code::method_not_found || code == rpc_code::invalid_params ||
+                           code == rpc_code::header_mismatch || code == rpc_code::missing_required_client_capability ||
+                           code == rpc_code::unsupported_protocol_version;
+            co_return tool_error{refused ? tool_error_kind::refused : tool_error_kind::tool_failed, uri,
+                                 "JSON-RPC error " + std::to_string(code) + ": " + err->error.message};
+        }
+        auto const* res = std::get_if<response>(&*reply);
+        if (!res) co_return tool_error{tool_error_kind::malformed, uri, "the reply is not a response"};
+        auto parsed = parse_call_tool_result(res->result);
+        if (!parsed) co_return tool_error{tool_error_kind::malformed, uri, parsed.error().message};
+        co_return std::move(*parsed);
+    }
+    co_return tool_error{tool_error_kind::unreachable, uri, "session could not be re-established"};
+}
+
+asio::awaitable<core::tool_result<boost::json::value>> mcp_client::async_call(core::tool_id tool,
+                                                                             boost::json::value arguments,
+                                                                             std::optional<core::provenance> prov) {
+    auto uri = tool.uri();
+    auto r = co_await async_call_tool(std::move(tool), std::move(arguments), std::move(prov));
+    if (!r) co_return r.error();
+    if (r->is_error.value_or(false)) {
+        std::string text;
+        for (auto const& block : r->content) {
+            auto const* o = block.if_object();
+            if (!o) continue;
+            auto const* t = o->if_contains("text");
+            if (t && t->is_string()) {
+                if (!text.empty()) text += "\n";
+                text += t->get_string();
+            }
+        }
+        co_return tool_error{tool_error_kind::tool_failed, uri, text.empty() ? "the tool reported an error" : text};
+    }
+    if (r->structured_content) co_return *r->structured_content;
+    co_return boost::json::value(boost::json::object{{"content", r->content}});
+}
+
+asio::awaitable<void> mcp_client::async_close() {
+    co_await transport_->async_close();
+    std::lock_guard lock(mutex_);
+    connected_ = false;
+}
+
+}  // namespace airlock::mcp

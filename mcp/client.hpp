@@ -1,0 +1,93 @@
+#pragma once
+// The MCP client: one upstream server behind one transport, in whichever era it speaks, exposed to
+// the rest of airlock as a core::tool_client.
+
+#include "core/tool.hpp"
+#include "mcp/era.hpp"
+#include "mcp/messages.hpp"
+#include "mcp/transport.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace airlock::mcp {
+
+struct client_options {
+    std::string server_name;                                  // the server part of every tool://server/name
+    std::chrono::milliseconds call_deadline{60'000};          // per call unless the caller gives one
+    std::chrono::milliseconds connect_deadline{15'000};       // era detection and initialize
+    transport_kind kind = transport_kind::stdio;
+    implementation client_info{"airlock", "0", std::nullopt, std::nullopt};
+};
+
+// One upstream tool as airlock names it. Upstream names may use '-', which a ToolId component
+// cannot (it is how wire names show '.'), so '-' is read as '.': `get-sum` becomes
+// tool://everything/get.sum, whose wire name is everything__get-sum again.
+struct upstream_tool {
+    core::tool_id id;
+    std::string upstream_name;  // what the server calls it, byte for byte
+    mcp::tool spec;             // as listed (schema, annotations, description)
+};
+
+// Maps an upstream tool name to the airlock tool name, or an error when it cannot be represented.
+core::result<std::string> airlock_tool_name(std::string_view upstream_name);
+
+class mcp_client final : public core::tool_client {
+public:
+    mcp_client(std::unique_ptr<transport> t, client_options options);
+    ~mcp_client() override;
+
+    // Detects the era and completes the handshake (legacy: initialize + initialized). Calls and
+    // listings connect on demand, so calling this first is optional.
+    boost::asio::awaitable<core::tool_result<void>> async_connect();
+
+    // tools/list, following every page. Tools whose names cannot be represented are skipped (logged).
+    boost::asio::awaitable<core::tool_result<std::vector<upstream_tool>>> async_list_tools();
+
+    // tools/call with the whole MCP result (content, structuredContent, isError), for the gateway.
+    // `on_progress` receives the server's progress notifications for this call.
+    boost::asio::awaitable<core::tool_result<call_tool_result>> async_call_tool(
+        core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov,
+        std::function<void(progress_params const&)> on_progress = {},
+        std::optional<std::chrono::milliseconds> deadline = std::nullopt);
+
+    // core::tool_client: structuredContent when the tool gave one, else {"content": [...]};
+    // isError → tool_failed.
+    boost::asio::awaitable<core::tool_result<boost::json::value>> async_call(
+        core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov) override;
+    core::destination destination_of(core::tool_id const& tool) const override;
+
+    boost::asio::awaitable<void> async_close();
+
+    std::string const& server_name() const noexcept { return options_.server_name; }
+    // The era and version in use; empty version before the first connect.
+    era current_era() const;
+    std::string protocol_version() const;
+
+private:
+    boost::asio::awaitable<core::tool_result<void>> async_ensure_connected();
+    boost::asio::awaitable<transport_result<message>> async_send(std::string method, boost::json::object params,
+                                                                 request_options opts);
+    core::tool_error to_tool_error(transport_error const& e, std::string const& tool) const;
+    std::string next_id();
+
+    std::unique_ptr<transport> transport_;
+    client_options options_;
+    mutable std::mutex mutex_;
+    bool connected_ = false;
+    bool connecting_ = false;
+    era era_ = era::legacy;
+    std::string version_;
+    std::map<std::string, std::string> upstream_names_;  // airlock tool name → upstream name
+    std::atomic<std::uint64_t> ids_{0};
+};
+
+}  // namespace airlock::mcp

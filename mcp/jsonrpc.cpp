@@ -1,0 +1,205 @@
+#include "mcp/jsonrpc.hpp"
+
+#include "core/canonical_json.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/value_from.hpp>
+
+#include <stdexcept>
+
+namespace airlock::mcp {
+
+namespace json = boost::json;
+
+namespace {
+
+template <class T>
+using checked = boost::system::result<T, rejected_message>;
+
+rejected_message invalid(std::optional<request_id> id, std::string why) {
+    return {make_error_response(std::move(id), rpc_code::invalid_request, "Invalid request: " + std::move(why))};
+}
+
+
+// The id, if this object has a readable one; used so that even a refusal names the request it answers.
+std::optional<request_id> readable_id(json::object const& o) {
+    auto const* id = o.if_contains("id");
+    return id ? read_request_id(*id) : std::nullopt;
+}
+
+checked<std::optional<json::object>> read_params(json::object const& o, std::optional<request_id> const& id) {
+    auto const* p = o.if_contains("params");
+    if (!p) return std::optional<json::object>{};
+    // JSON-RPC would allow by-position (array) params; MCP defines every params as an object, and a
+    // server that guessed at positional meaning could run a tool with arguments nobody sent.
+    if (!p->is_object()) return invalid(id, std::string("params must be an object, not ") + std::string(core::json_kind_name(*p)));
+    return std::optional<json::object>(p->get_object());
+}
+
+checked<error_object> read_error_object(json::value const& v, std::optional<request_id> const& id) {
+    if (!v.is_object()) return invalid(id, "error must be an object, not " + std::string(core::json_kind_name(v)));
+    auto const& o = v.get_object();
+    error_object e;
+    auto const* code = o.if_contains("code");
+    if (!code) return invalid(id, "error.code is missing");
+    if (code->is_int64()) {
+        e.code = code->get_int64();
+    } else {
+        return invalid(id, "error.code must be an integer, not " + std::string(core::json_kind_name(*code)));
+    }
+    auto const* msg = o.if_contains("message");
+    if (!msg) return invalid(id, "error.message is missing");
+    if (!msg->is_string()) return invalid(id, "error.message must be a string, not " + std::string(core::json_kind_name(*msg)));
+    e.message = std::string(msg->get_string());
+    if (auto const* data = o.if_contains("data")) e.data = *data;
+    return e;
+}
+
+}  // namespace
+
+std::string_view rpc_code_name(std::int64_t code) noexcept {
+    switch (code) {
+        case rpc_code::parse_error: return "ParseError";
+        case rpc_code::invalid_request: return "InvalidRequest";
+        case rpc_code::method_not_found: return "MethodNotFound";
+        case rpc_code::invalid_params: return "InvalidParams";
+        case rpc_code::internal_error: return "InternalError";
+        case rpc_code::header_mismatch: return "HeaderMismatch";
+        case rpc_code::missing_required_client_capability: return "MissingRequiredClientCapability";
+        case rpc_code::unsupported_protocol_version: return "UnsupportedProtocolVersion";
+        default: return "";
+    }
+}
+
+void throw_exception_from_error(rejected_message const& e, boost::source_location const&) {
+    throw std::runtime_error("JSON-RPC message refused (" + std::to_string(e.reply.error.code) + "): " + e.reply.error.message);
+}
+
+std::optional<request_id> read_request_id(json::value const& v) {
+    if (v.is_int64()) return request_id(v.get_int64());
+    if (v.is_string()) return request_id(std::string(v.get_string()));
+    // Refused: uint64 (Boost.JSON's kind for values above INT64_MAX, which no peer should mint) and
+    // doubles (1.5, 1e3): echoing them back exactly is not possible, so they cannot be ids.
+    return std::nullopt;
+}
+
+error_response make_error_response(std::optional<request_id> id, std::int64_t code, std::string message,
+                                   std::optional<json::value> data) {
+    return error_response{std::move(id), error_object{code, std::move(message), std::move(data)}};
+}
+
+parse_result parse_message(std::string_view text) {
+    auto parsed = core::parse_ijson(text);
+    if (!parsed)
+        return rejected_message{make_error_response(std::nullopt, rpc_code::parse_error, "Parse error: " + parsed.error().message)};
+    return read_message(*parsed);
+}
+
+parse_result read_message(json::value const& v) {
+    if (v.is_array())
+        return invalid(std::nullopt,
+                       "batches (JSON arrays) are not supported; MCP removed JSON-RPC batching in 2025-06-18");
+    if (!v.is_object()) return invalid(std::nullopt, "a message must be a JSON object, not " + std::string(core::json_kind_name(v)));
+    auto const& o = v.get_object();
+    auto id = readable_id(o);
+
+    auto const* version = o.if_contains("jsonrpc");
+    if (!version) return invalid(id, "\"jsonrpc\": \"2.0\" is missing");
+    if (!version->is_string() || version->get_string() != "2.0") return invalid(id, "jsonrpc must be the string \"2.0\"");
+
+    auto const* method = o.if_contains("method");
+    auto const* result = o.if_contains("result");
+    auto const* error = o.if_contains("error");
+    auto const* raw_id = o.if_contains("id");
+
+    if (method) {
+        if (result || error) return invalid(id, "a message with a method cannot also carry result or error");
+        if (!method->is_string()) return invalid(id, "method must be a string, not " + std::string(core::json_kind_name(*method)));
+        auto params = read_params(o, id);
+        if (!params) return params.error();
+        if (!raw_id) return notification{std::string(method->get_string()), std::move(*params)};
+        if (raw_id->is_null()) return invalid(std::nullopt, "id must be a string or an integer, never null");
+        if (!id) return invalid(std::nullopt, "id must be a string or an integer, not " + std::string(core::json_kind_name(*raw_id)));
+        return request{std::move(*id), std::string(method->get_string()), std::move(*params)};
+    }
+
+    if (result && error) return invalid(id, "a response cannot carry both result and error");
+    if (result) {
+        if (!raw_id) return invalid(std::nullopt, "a result response must carry the id of its request");
+        if (!id) return invalid(std::nullopt, "id must be a string or an integer, not " + std::string(core::json_kind_name(*raw_id)));
+        // MCP results are always objects (they carry _meta and, since 2026-07-28, resultType).
+        if (!result->is_object()) return invalid(id, "result must be an object, not " + std::string(core::json_kind_name(*result)));
+        return response{std::move(*id), result->get_object()};
+    }
+    if (error) {
+        // An error may lack an id (or carry null) when the peer could not read ours; that is valid.
+        if (raw_id && !raw_id->is_null() && !id)
+            return invalid(std::nullopt, "id must be a string or an integer, not " + std::string(core::json_kind_name(*raw_id)));
+        auto e = read_error_object(*error, id);
+        if (!e) return e.error();
+        return message(error_response{std::move(id), std::move(*e)});
+    }
+    return invalid(id, "a message needs a method (request or notification) or a result or error (response)");
+}
+
+json::value to_json(request_id const& id) {
+    return std::visit([](auto const& x) { return json::value(x); }, id);
+}
+
+std::string to_string(request_id const& id) {
+    if (auto const* n = std::get_if<std::int64_t>(&id)) return std::to_string(*n);
+    return json::serialize(json::value(std::get<std::string>(id)));
+}
+
+std::optional<request_id> id_of(message const& m) {
+    if (auto const* r = std::get_if<request>(&m)) return r->id;
+    if (auto const* r = std::get_if<response>(&m)) return r->id;
+    if (auto const* e = std::get_if<error_response>(&m)) return e->id;
+    return std::nullopt;
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, request const& r) {
+    json::object o;
+    o["jsonrpc"] = "2.0";
+    o["id"] = to_json(r.id);
+    o["method"] = r.method;
+    if (r.params) o["params"] = *r.params;
+    jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, notification const& n) {
+    json::object o;
+    o["jsonrpc"] = "2.0";
+    o["method"] = n.method;
+    if (n.params) o["params"] = *n.params;
+    jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, response const& r) {
+    json::object o;
+    o["jsonrpc"] = "2.0";
+    o["id"] = to_json(r.id);
+    o["result"] = r.result;
+    jv = std::move(o);
+}
+
+void tag_invoke(json::value_from_tag, json::value& jv, error_response const& e) {
+    json::object o;
+    o["jsonrpc"] = "2.0";
+    // MCP's schema makes the id optional (`id?: RequestId`) rather than JSON-RPC's `null`; we omit it.
+    if (e.id) o["id"] = to_json(*e.id);
+    json::object err;
+    err["code"] = e.error.code;
+    err["message"] = e.error.message;
+    if (e.error.data) err["data"] = *e.error.data;
+    o["error"] = std::move(err);
+    jv = std::move(o);
+}
+
+json::value to_json(message const& m) {
+    return std::visit([](auto const& x) { return json::value_from(x); }, m);
+}
+
+std::string serialize(message const& m) { return json::serialize(to_json(m)); }
+
+}  // namespace airlock::mcp

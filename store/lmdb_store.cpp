@@ -1,0 +1,486 @@
+#include "store/lmdb_store.hpp"
+
+#include "core/journal_rules.hpp"
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <lmdb.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace airlock::store {
+
+namespace asio = boost::asio;
+using core::error;
+using core::make_error;
+using core::result;
+
+namespace {
+
+error lmdb_error(int rc, std::string_view during) {
+    std::string what = std::string(during) + ": " + mdb_strerror(rc);
+    switch (rc) {
+        case MDB_MAP_FULL:
+            return make_error("map_full", what + " (the journal reached its configured map size; raise store.map_size)");
+        case MDB_CORRUPTED:
+        case MDB_PAGE_NOTFOUND:
+        case MDB_INVALID:
+        case MDB_VERSION_MISMATCH:
+            return make_error("corrupt", what);
+        case ENOSPC: return make_error("io_error", what + " (disk full)");
+        default: return make_error("io_error", what);
+    }
+}
+
+MDB_val as_val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
+std::string_view as_view(MDB_val const& v) { return {static_cast<char const*>(v.mv_data), v.mv_size}; }
+
+// Records sort by run, then seq: the run id, a NUL, then the seq big-endian.
+std::string record_key(std::string_view run_id, std::uint64_t seq) {
+    std::string k(run_id);
+    k.push_back('\0');
+    for (int i = 7; i >= 0; --i) k.push_back(static_cast<char>((seq >> (8 * i)) & 0xff));
+    return k;
+}
+
+// Effect and admission keys are caller-chosen and unbounded; LMDB keys are at most 511 bytes, so
+// they are stored by digest.
+std::string effect_db_key(std::string_view run_id, std::string_view effect_key) {
+    core::sha256_hasher h;
+    h.update(run_id).update(std::string_view("\0", 1)).update(effect_key);
+    auto d = h.finish();
+    return std::string(reinterpret_cast<char const*>(d.data()), d.size());
+}
+
+std::string admission_db_key(std::string_view key) {
+    auto d = core::sha256(key);
+    return std::string(reinterpret_cast<char const*>(d.data()), d.size());
+}
+
+
+struct read_txn {
+    MDB_txn* txn = nullptr;
+    ~read_txn() {
+        if (txn) mdb_txn_abort(txn);
+    }
+};
+
+// One queued write. The writer runs it inside a child transaction of the batch and completes the
+// waiting coroutine after the batch commits.
+struct write_op {
+    virtual ~write_op() = default;
+    virtual bool run(MDB_txn* txn) = 0;  // true: commit this op's child transaction
+    virtual void fail(error e) = 0;      // the batch could not be made durable
+    virtual void complete() = 0;         // hands the result to the waiting coroutine
+};
+
+template <class T, class Handler>
+struct typed_op final : write_op {
+    using fn_type = std::function<result<T>(MDB_txn*)>;
+    fn_type fn;
+    Handler handler;
+    asio::executor_work_guard<asio::associated_executor_t<Handler>> work;
+    result<T> outcome = make_error("internal", "operation did not run");
+
+    typed_op(fn_type f, Handler h)
+        : fn(std::move(f)), handler(std::move(h)), work(asio::make_work_guard(asio::get_associated_executor(handler))) {}
+
+    bool run(MDB_txn* txn) override {
+        outcome = fn(txn);
+        return outcome.has_value();
+    }
+    void fail(error e) override {
+        if (outcome.has_value()) outcome = std::move(e);
+    }
+    void complete() override {
+        auto ex = work.get_executor();
+        auto h = std::move(handler);
+        auto r = std::move(outcome);
+        work.reset();
+        asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable { std::move(h)(std::move(r)); });
+    }
+};
+
+}  // namespace
+
+struct lmdb_store::impl {
+    lmdb_options options;
+    MDB_env* env = nullptr;
+    MDB_dbi records = 0, runs = 0, effects = 0, admissions = 0;
+
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::deque<std::unique_ptr<write_op>> queue;
+    bool stopping = false;
+    std::thread writer;
+    std::atomic<std::uint64_t> batches{0}, operations{0};
+
+    ~impl() {
+        {
+            std::lock_guard lock(mutex);
+            stopping = true;
+        }
+        wake.notify_all();
+        if (writer.joinable()) writer.join();
+        if (env) {
+            mdb_env_sync(env, 1);
+            mdb_env_close(env);
+        }
+    }
+
+    void enqueue(std::unique_ptr<write_op> op) {
+        {
+            std::lock_guard lock(mutex);
+            if (!stopping) {
+                queue.push_back(std::move(op));
+                op = nullptr;
+            }
+        }
+        if (op) {
+            op->fail(make_error("closed", "the journal is closing"));
+            op->complete();
+            return;
+        }
+        wake.notify_one();
+    }
+
+    void writer_loop() {
+        bool dirty = false;
+        for (;;) {
+            std::vector<std::unique_ptr<write_op>> batch;
+            {
+                std::unique_lock lock(mutex);
+                auto ready = [&] { return !queue.empty() || stopping; };
+                if (options.mode == durability::fast && dirty) {
+                    if (!wake.wait_for(lock, options.sync_interval, ready)) {
+                        lock.unlock();
+                        mdb_env_sync(env, 1);
+                        dirty = false;
+                        continue;
+                    }
+                } else {
+                    wake.wait(lock, ready);
+                }
+                if (queue.empty() && stopping) return;
+                while (!queue.empty() && batch.size() < options.max_batch) {
+                    batch.push_back(std::move(queue.front()));
+                    queue.pop_front();
+                }
+            }
+            commit_batch(batch);
+            dirty = true;
+            for (auto& op : batch) op->complete();
+        }
+    }
+
+    // Every op in its own child transaction, so one refused append never undoes its neighbours;
+    // one parent commit (one fsync pair) makes the whole batch durable.
+    void commit_batch(std::vector<std::unique_ptr<write_op>>& batch) {
+        batches.fetch_add(1, std::memory_order_relaxed);
+        operations.fetch_add(batch.size(), std::memory_order_relaxed);
+        MDB_txn* parent = nullptr;
+        if (int rc = mdb_txn_begin(env, nullptr, 0, &parent); rc != 0) {
+            for (auto& op : batch) op->fail(lmdb_error(rc, "begin write transaction"));
+            return;
+        }
+        for (auto& op : batch) {
+            MDB_txn* child = nullptr;
+            if (int rc = mdb_txn_begin(env, parent, 0, &child); rc != 0) {
+                op->fail(lmdb_error(rc, "begin nested transaction"));
+                continue;
+            }
+            if (op->run(child)) {
+                if (int rc = mdb_txn_commit(child); rc != 0) op->fail(lmdb_error(rc, "commit append"));
+            } else {
+                mdb_txn_abort(child);
+            }
+        }
+        if (int rc = mdb_txn_commit(parent); rc != 0) {
+            auto e = lmdb_error(rc, "commit batch");
+            for (auto& op : batch) op->fail(e);
+        }
+    }
+
+    template <class T>
+    asio::awaitable<result<T>> submit(std::function<result<T>(MDB_txn*)> fn) {
+        auto initiation = [this](auto handler, std::function<result<T>(MDB_txn*)> f) {
+            using handler_type = std::decay_t<decltype(handler)>;
+            enqueue(std::make_unique<typed_op<T, handler_type>>(std::move(f), std::move(handler)));
+        };
+        co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(result<T>)>(initiation, asio::use_awaitable,
+                                                                                          std::move(fn));
+    }
+
+    // --- reads and writes against one transaction -------------------------------------------
+
+    result<std::optional<core::run_summary>> get_summary(MDB_txn* txn, std::string_view run_id) const {
+        MDB_val key = as_val(run_id), val;
+        int rc = mdb_get(txn, runs, &key, &val);
+        if (rc == MDB_NOTFOUND) return std::optional<core::run_summary>{};
+        if (rc != 0) return lmdb_error(rc, "read run index");
+        boost::system::error_code ec;
+        auto v = boost::json::parse(as_view(val), ec);
+        if (ec) return make_error("corrupt", "run index entry of " + std::string(run_id) + " is not JSON");
+        auto s = core::run_summary_from_json(v);
+        if (!s) return make_error("corrupt", "run " + std::string(run_id) + ": " + s.error().message);
+        return std::optional<core::run_summary>(std::move(*s));
+    }
+
+    result<std::vector<core::record>> apply_append(MDB_txn* txn, std::string const& run_id,
+                                                   std::vector<core::new_record> const& batch) const {
+        auto current = get_summary(txn, run_id);
+        if (!current) return current.error();
+        int lookup_rc = 0;
+        auto seen = [&](std::string_view effect_key) {
+            auto k = effect_db_key(run_id, effect_key);
+            MDB_val key = as_val(k), val;
+            int rc = mdb_get(txn, effects, &key, &val);
+            if (rc != 0 && rc != MDB_NOTFOUND) lookup_rc = rc;
+            return rc == 0;
+        };
+        auto plan = core::plan_append(run_id, *current, batch, seen);
+        if (lookup_rc != 0) return lmdb_error(lookup_rc, "read effect index");
+        if (!plan) return plan.error();
+        for (auto const& rec : plan->records) {
+            auto k = record_key(run_id, rec.seq);
+            auto v = boost::json::serialize(core::to_json(rec));
+            MDB_val key = as_val(k), val = as_val(v);
+            if (int rc = mdb_put(txn, records, &key, &val, MDB_NOOVERWRITE); rc != 0)
+                return rc == MDB_KEYEXIST ? make_error("corrupt", "record " + std::to_string(rec.seq) + " of run " +
+                                                                      run_id + " exists beyond the indexed head")
+                                          : lmdb_error(rc, "write record");
+        }
+        for (auto const& effect : plan->new_effects) {
+            auto k = effect_db_key(run_id, effect);
+            MDB_val key = as_val(k), val = as_val("");
+            if (int rc = mdb_put(txn, effects, &key, &val, 0); rc != 0) return lmdb_error(rc, "write effect index");
+        }
+        auto s = boost::json::serialize(core::to_json(plan->summary));
+        MDB_val key = as_val(run_id), val = as_val(s);
+        if (int rc = mdb_put(txn, runs, &key, &val, 0); rc != 0) return lmdb_error(rc, "write run index");
+        return std::move(plan->records);
+    }
+
+    template <class F>
+    auto with_read(F&& f) const -> decltype(f(static_cast<MDB_txn*>(nullptr))) {
+        read_txn r;
+        if (int rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &r.txn); rc != 0) {
+            r.txn = nullptr;
+            return lmdb_error(rc, "begin read transaction");
+        }
+        return f(r.txn);
+    }
+
+    result<std::vector<core::record>> read(std::string const& run_id, std::uint64_t from_seq) const {
+        if (auto ok = core::check_run_id(run_id); !ok) return ok.error();
+        return with_read([&](MDB_txn* txn) -> result<std::vector<core::record>> {
+            std::vector<core::record> out;
+            MDB_cursor* cur = nullptr;
+            if (int rc = mdb_cursor_open(txn, records, &cur); rc != 0) return lmdb_error(rc, "open cursor");
+            std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> guard(cur, mdb_cursor_close);
+            auto start = record_key(run_id, std::max<std::uint64_t>(from_seq, 1));
+            auto prefix = run_id + std::string(1, '\0');
+            MDB_val key = as_val(start), val;
+            int rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+            while (rc == 0) {
+                auto k = as_view(key);
+                if (k.size() != prefix.size() + 8 || !k.starts_with(prefix)) break;
+                std::uint64_t seq = 0;
+                for (std::size_t i = prefix.size(); i < k.size(); ++i) seq = (seq << 8) | static_cast<unsigned char>(k[i]);
+                boost::system::error_code ec;
+                auto v = boost::json::parse(as_view(val), ec);
+                if (ec) return make_error("corrupt", "record " + std::to_string(seq) + " of run " + run_id + " is unreadable");
+                auto r = core::record_from_json(v);
+                if (!r) return make_error("corrupt", "record " + std::to_string(seq) + " of run " + run_id + ": " + r.error().message);
+                out.push_back(std::move(*r));
+                rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
+            }
+            if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error(rc, "read records");
+            return out;
+        });
+    }
+
+    result<std::optional<core::chain_fault>> verify(std::string const& run_id) const {
+        auto head = with_read([&](MDB_txn* txn) { return get_summary(txn, run_id); });
+        if (!head) return head.error();
+        if (!*head) return make_error("unknown_run", "no run " + run_id);
+        auto recs = read(run_id, 1);
+        if (!recs) {
+            // An unreadable record is itself a chain fault: say which one.
+            auto const& msg = recs.error().message;
+            if (recs.error().code == "corrupt" && msg.rfind("record ", 0) == 0)
+                return std::optional<core::chain_fault>(core::chain_fault{std::stoull(msg.substr(7)), msg});
+            return recs.error();
+        }
+        if (auto fault = core::verify_chain(*recs)) return fault;
+        auto const& s = **head;
+        std::uint64_t last = recs->empty() ? 0 : recs->back().seq;
+        if (last != s.head_seq)
+            return std::optional<core::chain_fault>(core::chain_fault{
+                std::min(last, s.head_seq) + 1, "the run index says the chain ends at seq " +
+                                                    std::to_string(s.head_seq) + " but the records end at " +
+                                                    std::to_string(last)});
+        if (!recs->empty() && recs->back().hash != s.head_hash)
+            return std::optional<core::chain_fault>(core::chain_fault{last, "the run index head hash differs from the last record"});
+        return std::optional<core::chain_fault>{};
+    }
+
+    result<core::run_page> runs_page(core::run_filter const& f) const {
+        return with_read([&](MDB_txn* txn) -> result<core::run_page> {
+            core::run_page page;
+            MDB_cursor* cur = nullptr;
+            if (int rc = mdb_cursor_open(txn, runs, &cur); rc != 0) return lmdb_error(rc, "open cursor");
+            std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> guard(cur, mdb_cursor_close);
+            MDB_val key, val;
+            int rc;
+            if (f.cursor) {
+                key = as_val(*f.cursor);
+                rc = mdb_cursor_get(cur, &key, &val, MDB_SET_RANGE);
+                if (rc == 0 && as_view(key) == *f.cursor) rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
+            } else {
+                rc = mdb_cursor_get(cur, &key, &val, MDB_FIRST);
+            }
+            std::size_t limit = f.limit == 0 ? 1 : f.limit;
+            for (; rc == 0; rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT)) {
+                boost::system::error_code ec;
+                auto v = boost::json::parse(as_view(val), ec);
+                if (ec) return make_error("corrupt", "run index entry of " + std::string(as_view(key)) + " is not JSON");
+                auto s = core::run_summary_from_json(v);
+                if (!s) return s.error();
+                if (!core::matches(f, *s)) continue;
+                if (page.runs.size() == limit) {
+                    page.next_cursor = page.runs.back().run_id;
+                    break;
+                }
+                page.runs.push_back(std::move(*s));
+            }
+            if (rc != 0 && rc != MDB_NOTFOUND) return lmdb_error(rc, "read run index");
+            return page;
+        });
+    }
+};
+
+lmdb_store::lmdb_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+lmdb_store::~lmdb_store() = default;
+
+result<std::unique_ptr<lmdb_store>> lmdb_store::open(lmdb_options options) {
+    std::error_code fec;
+    std::filesystem::create_directories(options.directory, fec);
+    if (fec) return make_error("io_error", "cannot create journal directory " + options.directory.string() + ": " + fec.message());
+    auto p = std::make_unique<impl>();
+    p->options = options;
+    auto where = " (" + options.directory.string() + ")";
+    if (int rc = mdb_env_create(&p->env); rc != 0) return lmdb_error(rc, "create environment" + where);
+    mdb_env_set_maxdbs(p->env, 8);
+    if (int rc = mdb_env_set_mapsize(p->env, options.map_size); rc != 0) return lmdb_error(rc, "set map size" + where);
+    // MDB_NOTLS: read transactions are not tied to threads, so coroutines may hop between them.
+    unsigned flags = MDB_NOTLS;
+    if (options.mode == durability::fast) flags |= MDB_NOSYNC;
+    if (int rc = mdb_env_open(p->env, options.directory.c_str(), flags, 0640); rc != 0) {
+        auto e = lmdb_error(rc, "open journal" + where);
+        mdb_env_close(p->env);
+        p->env = nullptr;
+        return e;
+    }
+    MDB_txn* txn = nullptr;
+    if (int rc = mdb_txn_begin(p->env, nullptr, 0, &txn); rc != 0) return lmdb_error(rc, "open databases" + where);
+    for (auto [name, dbi] : {std::pair{"records", &p->records}, {"runs", &p->runs}, {"effects", &p->effects},
+                             {"admissions", &p->admissions}}) {
+        if (int rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi); rc != 0) {
+            mdb_txn_abort(txn);
+            return lmdb_error(rc, std::string("open database ") + name + where);
+        }
+    }
+    if (int rc = mdb_txn_commit(txn); rc != 0) return lmdb_error(rc, "create databases" + where);
+    auto* raw = p.get();
+    p->writer = std::thread([raw] { raw->writer_loop(); });
+    return std::unique_ptr<lmdb_store>(new lmdb_store(std::move(p)));
+}
+
+asio::awaitable<result<std::vector<core::record>>> lmdb_store::async_append(std::string run_id,
+                                                                            std::vector<core::new_record> records) {
+    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    auto* p = impl_.get();
+    std::function<result<std::vector<core::record>>(MDB_txn*)> fn =
+        [p, run_id = std::move(run_id), records = std::move(records)](MDB_txn* txn) {
+            return p->apply_append(txn, run_id, records);
+        };
+    co_return co_await p->submit<std::vector<core::record>>(std::move(fn));
+}
+
+asio::awaitable<result<core::record>> lmdb_store::async_seal(std::string run_id, std::string status, std::string reason) {
+    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    auto* p = impl_.get();
+    std::function<result<core::record>(MDB_txn*)> fn = [p, run_id = std::move(run_id), status = std::move(status),
+                                                        reason = std::move(reason)](MDB_txn* txn) -> result<core::record> {
+        auto current = p->get_summary(txn, run_id);
+        if (!current) return current.error();
+        if (!*current) return make_error("unknown_run", "no run " + run_id);
+        auto seal = core::make_seal(**current, status, reason);
+        if (!seal) return seal.error();
+        auto written = p->apply_append(txn, run_id, {*seal});
+        if (!written) return written.error();
+        return written->front();
+    };
+    co_return co_await p->submit<core::record>(std::move(fn));
+}
+
+asio::awaitable<result<core::admission>> lmdb_store::async_claim_admission(std::string idempotency_key,
+                                                                           std::string proposed_run_id) {
+    if (idempotency_key.empty()) co_return make_error("invalid_key", "idempotency key is empty");
+    auto* p = impl_.get();
+    std::function<result<core::admission>(MDB_txn*)> fn =
+        [p, key = admission_db_key(idempotency_key), proposed = std::move(proposed_run_id)](MDB_txn* txn) -> result<core::admission> {
+        MDB_val k = as_val(key), v;
+        int rc = mdb_get(txn, p->admissions, &k, &v);
+        if (rc == 0) return core::admission{std::string(as_view(v)), false};
+        if (rc != MDB_NOTFOUND) return lmdb_error(rc, "read admissions");
+        MDB_val nv = as_val(proposed);
+        if (rc = mdb_put(txn, p->admissions, &k, &nv, 0); rc != 0) return lmdb_error(rc, "write admission");
+        return core::admission{proposed, true};
+    };
+    co_return co_await p->submit<core::admission>(std::move(fn));
+}
+
+asio::awaitable<result<std::vector<core::record>>> lmdb_store::async_read(std::string run_id, std::uint64_t from_seq) {
+    co_return read(run_id, from_seq);
+}
+
+asio::awaitable<result<std::optional<core::run_summary>>> lmdb_store::async_head(std::string run_id) {
+    co_return head(run_id);
+}
+
+asio::awaitable<result<core::run_page>> lmdb_store::async_runs(core::run_filter filter) { co_return runs(filter); }
+
+asio::awaitable<result<std::optional<core::chain_fault>>> lmdb_store::async_verify(std::string run_id) {
+    co_return verify(run_id);
+}
+
+result<std::vector<core::record>> lmdb_store::read(std::string const& run_id, std::uint64_t from_seq) const {
+    return impl_->read(run_id, from_seq);
+}
+
+result<std::optional<core::run_summary>> lmdb_store::head(std::string const& run_id) const {
+    if (auto ok = core::check_run_id(run_id); !ok) return ok.error();
+    return impl_->with_read([&](MDB_txn* txn) { return impl_->get_summary(txn, run_id); });
+}
+
+result<core::run_page> lmdb_store::runs(core::run_filter const& filter) const { return impl_->runs_page(filter); }
+
+result<std::optional<core::chain_fault>> lmdb_store::verify(std::string const& run_id) const {
+    return impl_->verify(run_id);
+}
+
+lmdb_store::stats lmdb_store::writer_stats() const { return {impl_->batches.load(), impl_->operations.load()}; }
+
+}  // namespace airlock::store

@@ -1,0 +1,66 @@
+#pragma once
+// The embedded journal: LMDB, one writer thread that group-commits whatever is queued, short
+// read-only transactions for readers. Nothing to install or start.
+
+#include "core/journal.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+
+namespace airlock::store {
+
+enum class durability {
+    durable,  // every append is fsynced (data, then meta page) before it completes
+    fast,     // MDB_NOSYNC: appends complete once in the OS page cache, synced every sync_interval.
+              // A process crash loses nothing; a kernel crash or power loss loses at most the
+              // appends of the last sync_interval.
+};
+
+struct lmdb_options {
+    std::filesystem::path directory;                // created if missing
+    std::size_t map_size = std::size_t{1} << 30;    // the most the journal may grow to (1 GiB)
+    durability mode = durability::durable;
+    std::chrono::milliseconds sync_interval{200};   // fast mode only
+    std::size_t max_batch = 4096;                   // appends committed in one transaction at most
+};
+
+class lmdb_store final : public core::journal_store {
+public:
+    // Opens (creating when missing) the environment; a corrupt or foreign file gives a clear error.
+    static core::result<std::unique_ptr<lmdb_store>> open(lmdb_options options);
+    ~lmdb_store() override;  // drains queued appends, stops the writer, syncs and closes
+
+    boost::asio::awaitable<core::result<std::vector<core::record>>> async_append(
+        std::string run_id, std::vector<core::new_record> records) override;
+    boost::asio::awaitable<core::result<std::vector<core::record>>> async_read(std::string run_id,
+                                                                               std::uint64_t from_seq) override;
+    boost::asio::awaitable<core::result<std::optional<core::run_summary>>> async_head(std::string run_id) override;
+    boost::asio::awaitable<core::result<core::run_page>> async_runs(core::run_filter filter) override;
+    boost::asio::awaitable<core::result<std::optional<core::chain_fault>>> async_verify(std::string run_id) override;
+    boost::asio::awaitable<core::result<core::admission>> async_claim_admission(std::string idempotency_key,
+                                                                                std::string proposed_run_id) override;
+    boost::asio::awaitable<core::result<core::record>> async_seal(std::string run_id, std::string status,
+                                                                  std::string reason) override;
+
+    // Synchronous forms for the CLI and tests that run outside an io_context.
+    core::result<std::vector<core::record>> read(std::string const& run_id, std::uint64_t from_seq = 1) const;
+    core::result<std::optional<core::run_summary>> head(std::string const& run_id) const;
+    core::result<core::run_page> runs(core::run_filter const& filter) const;
+    core::result<std::optional<core::chain_fault>> verify(std::string const& run_id) const;
+
+    struct stats {
+        std::uint64_t batches = 0;
+        std::uint64_t operations = 0;
+    };
+    stats writer_stats() const;
+
+    struct impl;
+
+private:
+    explicit lmdb_store(std::unique_ptr<impl> p);
+    std::unique_ptr<impl> impl_;
+};
+
+}  // namespace airlock::store
