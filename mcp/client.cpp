@@ -166,6 +166,7 @@ asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async
     if (auto c = co_await async_ensure_connected(); !c) co_return c.error();
     std::vector<upstream_tool> out;
     std::map<std::string, std::string> names;
+    std::map<std::string, tool> specs;
     std::optional<std::string> cursor;
     // Bounded: a server that pages forever is cut off rather than followed forever.
     for (int page = 0; page < 1000; ++page) {
@@ -207,6 +208,7 @@ asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async
                 continue;
             }
             names[*name] = t.name;
+            specs[t.name] = t;
             out.push_back(upstream_tool{*id, t.name, std::move(t)});
         }
         if (!listed->next_cursor || listed->next_cursor->empty()) break;
@@ -215,6 +217,7 @@ asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async
     {
         std::lock_guard lock(mutex_);
         upstream_names_ = std::move(names);
+        upstream_specs_ = std::move(specs);
     }
     co_return out;
 }
@@ -233,10 +236,14 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
         e.tool = uri;
         co_return e;
     }
+    // The definition travels with the call: a modern HTTP transport mirrors its x-mcp-header
+    // arguments into headers. A copy, so a concurrent re-listing cannot pull it away mid-call.
+    std::optional<mcp::tool> spec;
     auto lookup = [&]() -> std::optional<std::string> {
         std::lock_guard lock(mutex_);
         auto it = upstream_names_.find(tool.name());
         if (it == upstream_names_.end()) return std::nullopt;
+        if (auto s = upstream_specs_.find(it->second); s != upstream_specs_.end()) spec = s->second;
         return it->second;
     };
     auto upstream = lookup();
@@ -259,6 +266,7 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
         if (prov) core::attach_provenance(params, *prov);
         request_options ro;
         ro.deadline = deadline.value_or(options_.call_deadline);
+        ro.called = spec ? &*spec : nullptr;
         if (on_progress) {
             ro.on_notification = [on_progress](notification const& n) {
                 if (n.method != method::progress || !n.params) return;

@@ -87,6 +87,7 @@ private:
     era era_ = era::legacy;
     std::string version_;
     std::map<std::string, std::string> upstream_names_;  // airlock tool name → upstream name
+    std::map<std::string, tool> upstream_specs_;         // upstream name → definition as listed
     std::atomic<std::uint64_t> ids_{0};
 };
 

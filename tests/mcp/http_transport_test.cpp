@@ -6,6 +6,7 @@
 #include "mcp/era.hpp"
 #include "mcp/messages.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/node_peers.hpp"
 #include "tests/support/peers.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -44,6 +45,8 @@ namespace json = boost::json;
 using namespace std::chrono_literals;
 using kind = transport_error::kind;
 namespace peers = airlock::testing::peers;
+using airlock::testing::everything_server;
+using airlock::testing::modern_proxy;
 
 namespace {
 
@@ -964,69 +967,6 @@ TEST_CASE("https to an IP literal checks the certificate's IP address and sends 
 // ================================================================ the real server-everything
 
 namespace {
-
-// @modelcontextprotocol/server-everything selects Streamable HTTP with the argument
-// `streamableHttp` and its port with $PORT; it offers no host option and listens on every
-// interface. A preloaded module pins the listener to 127.0.0.1 and reports the port the kernel
-// picked for PORT=0, so the test needs neither a guessed port nor an exposed socket.
-constexpr char const* bind_loopback_js = R"JS(
-import net from 'node:net';
-const listen = net.Server.prototype.listen;
-net.Server.prototype.listen = function (...args) {
-  if (typeof args[0] === 'number' || (typeof args[0] === 'string' && /^[0-9]+$/.test(args[0]))) {
-    args[0] = Number(args[0]);
-    if (typeof args[1] !== 'string') args.splice(1, 0, '127.0.0.1');
-  }
-  this.once('listening', () => {
-    const a = this.address();
-    process.stderr.write(`airlock-test-listening ${a.address} ${a.port}\n`);
-  });
-  return listen.apply(this, args);
-};
-)JS";
-
-// A Node peer started with the loopback preload; its listening port is read from stderr.
-struct node_peer {
-    airlock::testing::temp_dir dir{"airlock-http-peer"};
-    std::unique_ptr<airlock::testing::child_process> child;
-    std::uint16_t port = 0;
-
-    node_peer(std::vector<std::string> args, std::vector<std::string> env) {
-        auto preload = dir.path() / "bind-loopback.mjs";
-        std::ofstream(preload) << bind_loopback_js;
-        std::vector<std::string> argv{peers::node(), "--import", preload.string()};
-        argv.insert(argv.end(), args.begin(), args.end());
-        child = std::make_unique<airlock::testing::child_process>(argv, env);
-        auto line = child->wait_for_stderr_line("airlock-test-listening", 60s);
-        REQUIRE(line.has_value());
-        std::istringstream in(line->substr(line->find("airlock-test-listening")));
-        std::string tag, address;
-        in >> tag >> address >> port;
-        REQUIRE(address == "127.0.0.1");
-        REQUIRE(port != 0);
-    }
-    // SIGTERM first, so a proxy can stop the server it started; SIGKILL if it lingers.
-    ~node_peer() {
-        if (!child) return;
-        child->signal(SIGTERM);
-        child->wait(10s);
-    }
-
-    std::string url() const { return "http://127.0.0.1:" + std::to_string(port) + "/mcp"; }
-};
-
-// server-everything in streamableHttp mode (legacy era, sessions, SSE responses).
-struct everything_server : node_peer {
-    everything_server() : node_peer({peers::everything(), "streamableHttp"}, {"PORT=0"}) {}
-};
-
-// mcp-proxy serving server-everything (stdio) over Streamable HTTP, 2026-07-28 included.
-struct modern_proxy : node_peer {
-    modern_proxy()
-        : node_peer({peers::mcp_proxy(), "--host", "127.0.0.1", "--port", "0", "--server", "stream", "--",
-                     peers::node(), peers::everything(), "stdio"},
-                    {}) {}
-};
 
 // initialize, adopt the version, notifications/initialized: what the MCP client does.
 void open_session(asio::io_context& ioc, http_transport& t) {

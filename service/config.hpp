@@ -1,0 +1,156 @@
+#pragma once
+// airlock's configuration: one YAML file → typed, validated settings, every one with a safe default.
+// docs/configuration.md documents the file field by field; examples/airlock.yaml is a complete one.
+//
+// Loading reads every file the configuration names (tokens, manifests, keys) and every environment
+// variable it copies, so a configuration that loads is one airlock can start with. Secrets (tokens,
+// header and environment values) are held in memory only; no error message, warning or summary
+// line ever contains one.
+
+#include "core/error.hpp"
+#include "core/manifest.hpp"
+#include "core/policy.hpp"
+#include "core/provenance.hpp"
+#include "core/tool.hpp"
+#include "mcp/http_transport.hpp"
+#include "mcp/stdio_transport.hpp"
+#include "store/lmdb_store.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::service {
+
+struct http_server_options;
+
+// Reads one environment variable; nullopt when it is unset. Injected so tests need no setenv.
+using env_lookup = std::function<std::optional<std::string>(std::string const& name)>;
+env_lookup process_environment();                                     // ::getenv
+env_lookup environment_from(std::map<std::string, std::string> vars);  // a fixed set, for tests
+
+struct tls_files {
+    std::filesystem::path cert_file;  // PEM certificate chain
+    std::filesystem::path key_file;   // PEM private key
+};
+
+struct server_config {
+    std::string host = "127.0.0.1";  // IPv6 without brackets
+    std::uint16_t port = 8787;       // 0: any free port
+    std::optional<std::filesystem::path> unix_socket;  // when set, airlock listens here instead of TCP
+    unsigned unix_socket_mode = 0660;
+    unsigned threads = 0;  // 0: one per hardware thread
+    std::size_t header_limit = 16 * 1024;
+    std::size_t body_limit = 4 * 1024 * 1024;
+    std::chrono::milliseconds read_timeout{30'000};
+    std::chrono::milliseconds idle_timeout{60'000};
+    std::size_t max_connections = 1024;
+    std::optional<tls_files> tls;
+    std::vector<std::string> allowed_origins;  // "scheme://host[:port]", lowercased; empty: the endpoint's default
+    std::vector<std::string> allowed_hosts;    // Host header values, lowercased; empty: the endpoint's default
+    std::vector<std::string> trusted_proxies;  // IP addresses in canonical text form
+    std::chrono::milliseconds drain_grace{10'000};
+};
+
+struct signing_config {
+    std::filesystem::path key_file;
+    std::string kid;  // as configured, else derived from the public key (key_id_of); empty while the key is missing
+    std::chrono::seconds lifetime{300};
+    bool create_if_missing = false;
+    // Loaded from key_file; null only when the file is missing and create_if_missing is set, until
+    // create_missing_secrets makes it.
+    std::shared_ptr<core::provenance_signer const> signer;
+};
+
+enum class upstream_kind { stdio, http };
+enum class tool_prefix { server, none };  // tools named `server__tool`, or by their own name
+
+struct upstream_config {
+    std::string name;  // the server component of its ToolIds
+    upstream_kind kind = upstream_kind::stdio;
+    mcp::stdio_options stdio;         // kind == stdio: argv, env (secrets resolved) and cwd filled in
+    mcp::http_transport_options http; // kind == http: url, headers (secrets resolved), TLS settings
+    core::destination destination;    // where its calls go, as the egress allowlist must name it
+    tool_prefix prefix = tool_prefix::server;
+    std::chrono::milliseconds deadline{60'000};  // one tools/call, start to result
+    bool optional = false;  // readiness does not wait for it
+};
+
+struct principal_config {
+    std::string name;
+    std::string token;  // SECRET: the bearer token itself; empty while a token file is still to be created
+    std::optional<std::filesystem::path> token_file;
+    std::optional<std::string> token_env;  // the variable's name, not its value
+    bool create_if_missing = false;        // token_file only: create_missing_secrets writes a fresh token
+    std::filesystem::path manifest_file;
+    core::manifest manifest;  // its grants are the tools this principal sees and may call
+    bool trusted = false;     // arguments from this principal count as trusted input
+};
+
+enum class log_level { trace, debug, info, warn, error };
+enum class log_format { json, text };
+
+struct logging_config {
+    log_level level = log_level::info;
+    log_format format = log_format::json;
+};
+
+struct runs_config {
+    std::size_t max_concurrent_runs = 64;
+};
+
+struct config {
+    std::filesystem::path source;    // the file it was read from, absolute
+    std::filesystem::path base_dir;  // relative paths in the file are resolved against this
+    server_config server;
+    store::lmdb_options journal;  // directory defaults to <base_dir>/var/journal
+    std::optional<signing_config> signing;  // absent: calls are sent unsigned
+    std::vector<upstream_config> upstreams;
+    core::egress_allowlist egress;
+    std::vector<principal_config> principals;
+    logging_config logging;
+    runs_config runs;
+    // Valid but probably not what was meant (an upstream egress does not allow, a token file others
+    // can read, ...). Shown by summary(); never contain secrets.
+    std::vector<std::string> warnings;
+};
+
+// Reads, validates and resolves the file; the first problem found, with the key path at fault.
+core::result<config> load_config(std::filesystem::path const& file, env_lookup const& env = process_environment());
+// Every problem load_config would refuse for, in file order; empty when it loads.
+std::vector<core::error> config_problems(std::filesystem::path const& file,
+                                         env_lookup const& env = process_environment());
+
+// Human-readable, for `airlock check CONFIG`: listen address, journal, signing, upstreams and their
+// egress status, egress entries, principals and their grant counts, warnings. Never a secret.
+std::string summary(config const& c);
+
+// Writes what create_if_missing asked for and is missing: an Ed25519 signing key (PKCS#8 PEM) and
+// random bearer tokens, each file created with mode 0600 and never overwritten. Fills in c.
+core::result<void> create_missing_secrets(config& c);
+
+// The key id used when signing.kid is not configured: "ed25519-" and the first 16 hex digits of the
+// SHA-256 of the raw 32-byte public key.
+std::string key_id_of(std::string_view public_key_raw);
+
+// Parses a duration ("250ms", "30s", "5m", "1h") or a size ("512", "64KiB", "4MiB", "1GiB", "10MB").
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+std::optional<std::size_t> parse_size(std::string_view text);
+
+std::string_view to_string(upstream_kind k) noexcept;
+std::string_view to_string(tool_prefix p) noexcept;
+std::string_view to_string(log_level l) noexcept;
+std::string_view to_string(log_format f) noexcept;
+
+// The subset of server settings the HTTP server takes today (host, port, limits, timeouts, cap).
+http_server_options to_http_server_options(server_config const& s);
+
+}  // namespace airlock::service
