@@ -337,6 +337,10 @@ asio::awaitable<core::tool_result<boost::json::value>> mcp_client::async_call(co
     co_return boost::json::value(boost::json::object{{"content", r->content}});
 }
 
+void mcp_client::set_notification_handler(std::function<void(notification const&)> handler) {
+    transport_->set_notification_handler(std::move(handler));
+}
+
 asio::awaitable<void> mcp_client::async_close() {
     co_await transport_->async_close();
     std::lock_guard lock(mutex_);

@@ -67,6 +67,9 @@ public:
 
     boost::asio::awaitable<void> async_close();
 
+    // Notifications the server sends outside any call (tools/list_changed, resources/updated, ...).
+    void set_notification_handler(std::function<void(notification const&)> handler);
+
     std::string const& server_name() const noexcept { return options_.server_name; }
     // The era and version in use; empty version before the first connect.
     era current_era() const;

@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -125,17 +126,24 @@ struct config {
 
 // Reads, validates and resolves the file; the first problem found, with the key path at fault.
 core::result<config> load_config(std::filesystem::path const& file, env_lookup const& env = process_environment());
-// Every problem load_config would refuse for, in file order; empty when it loads.
+// Every problem load_config would refuse for, section by section; empty when it loads.
 std::vector<core::error> config_problems(std::filesystem::path const& file,
                                          env_lookup const& env = process_environment());
 
 // Human-readable, for `airlock check CONFIG`: listen address, journal, signing, upstreams and their
 // egress status, egress entries, principals and their grant counts, warnings. Never a secret.
 std::string summary(config const& c);
+// The summary, so test frameworks and logs can print a result<config> directly.
+std::ostream& operator<<(std::ostream& os, config const& c);
 
-// Writes what create_if_missing asked for and is missing: an Ed25519 signing key (PKCS#8 PEM) and
-// random bearer tokens, each file created with mode 0600 and never overwritten. Fills in c.
+// Writes what create_if_missing asked for and is missing: an Ed25519 signing key (PKCS#8 PEM, with
+// its public key beside it at public_key_path) and random bearer tokens, each secret created with
+// mode 0600 and never overwritten. Fills in c.
 core::result<void> create_missing_secrets(config& c);
+
+// Where create_missing_secrets puts the public key of a created signing key: the key file with the
+// extension ".pub" (keys/provenance.key → keys/provenance.pub, as `airlock keygen` names them).
+std::filesystem::path public_key_path(std::filesystem::path const& key_file);
 
 // The key id used when signing.kid is not configured: "ed25519-" and the first 16 hex digits of the
 // SHA-256 of the raw 32-byte public key.

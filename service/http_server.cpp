@@ -3,20 +3,36 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/basic_stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
 #include <spdlog/spdlog.h>
 
+#include <openssl/ssl.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <list>
 #include <mutex>
 
@@ -24,9 +40,11 @@ namespace airlock::service {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using asio::as_tuple;
 using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
 
 http_response json_response(http::status status, std::string body, unsigned version, bool keep_alive) {
     http_response res{status, version};
@@ -44,18 +62,166 @@ http_response json_error(http::status status, std::string_view code, std::string
     return json_response(status, boost::json::serialize(v), version, keep_alive);
 }
 
+std::shared_ptr<http_body_channel> make_body_channel(asio::any_io_executor executor, std::size_t capacity) {
+    return std::make_shared<http_body_channel>(std::move(executor), capacity);
+}
+
+namespace {
+
+// TCP and unix-socket connections share one stream type: a generic stream socket holds either, so
+// the session code (and Beast's templates) are instantiated once for plain and once for TLS.
+using generic_protocol = asio::generic::stream_protocol;
+using plain_stream = beast::basic_stream<generic_protocol>;
+using tls_stream = beast::ssl_stream<plain_stream>;
+
+[[noreturn]] void fail(boost::system::error_code ec, std::string const& what) { throw boost::system::system_error(ec, what); }
+
+// What stop() may do to a connection. Touched only on the connection's strand.
+struct connection {
+    enum class phase { reading, handling, streaming };
+
+    explicit connection(asio::any_io_executor ex) : strand(ex), stop_timer(ex) {}
+
+    asio::any_io_executor strand;
+    phase now = phase::reading;
+    bool long_lived = false;
+    std::function<void()> cancel_io;  // cancels the socket's pending operations; empty once the socket is gone
+    asio::steady_timer stop_timer;    // cancelled by stop() to end a long-lived stream
+};
+
+void end_stream(http_stream& st, bool completed) {
+    if (st.body) st.body->close();
+    if (st.on_end) {
+        auto f = std::move(st.on_end);
+        st.on_end = nullptr;
+        f(completed);
+    }
+}
+
+}  // namespace
+
 struct http_server::state : std::enable_shared_from_this<state> {
     asio::io_context& ioc;
     http_server_options options;
     http_handler handler;
-    tcp::acceptor acceptor;
+    asio::basic_socket_acceptor<generic_protocol> acceptor;
+    std::shared_ptr<ssl::context> tls;
+    std::optional<std::filesystem::path> bound_path;  // the unix socket file we created
     std::atomic<std::size_t> connections{0};
     std::atomic<bool> stopping{false};
-    std::mutex streams_mutex;
-    std::list<beast::tcp_stream*> streams;  // live connections, so stop() can close idle ones
+    std::mutex connections_mutex;
+    std::list<std::shared_ptr<connection>> live;
 
     state(asio::io_context& ioc_, http_server_options opts, http_handler h)
         : ioc(ioc_), options(std::move(opts)), handler(std::move(h)), acceptor(asio::make_strand(ioc_)) {}
+
+    ~state() { remove_socket_file(); }
+
+    void remove_socket_file() {
+        if (!bound_path) return;
+        ::unlink(bound_path->c_str());
+        bound_path.reset();
+    }
+
+    // ---------------------------------------------------------------- listening
+
+    void load_tls() {
+        auto const& files = *options.tls;
+        for (auto const* p : {&files.cert_file, &files.key_file}) {
+            std::error_code fec;
+            if (!std::filesystem::is_regular_file(*p, fec))
+                fail(make_error_code(boost::system::errc::no_such_file_or_directory),
+                     "TLS " + std::string(p == &files.cert_file ? "certificate" : "key") + " file '" + p->string() + "'");
+        }
+        auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+        ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                         ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use);
+        boost::system::error_code ec;
+        ctx->use_certificate_chain_file(files.cert_file.string(), ec);
+        if (ec) fail(ec, "TLS certificate file '" + files.cert_file.string() + "' is not a PEM certificate chain");
+        ctx->use_private_key_file(files.key_file.string(), ssl::context::pem, ec);
+        if (ec) fail(ec, "TLS key file '" + files.key_file.string() + "' is not a PEM private key");
+        if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)
+            fail(make_error_code(boost::system::errc::invalid_argument),
+                 "TLS key file '" + files.key_file.string() + "' does not match certificate '" +
+                     files.cert_file.string() + "'");
+        tls = std::move(ctx);
+    }
+
+    // A socket file left by a process that died is removed; one that still answers is in use, and
+    // anything that is not a socket is never deleted.
+    void clear_stale_socket(std::filesystem::path const& path) {
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) return;
+        if (!S_ISSOCK(st.st_mode))
+            fail(make_error_code(boost::system::errc::file_exists), "unix socket path '" + path.string() + "' exists and is not a socket");
+        asio::io_context probe_ctx;
+        asio::local::stream_protocol::socket probe(probe_ctx);
+        boost::system::error_code ec;
+        probe.connect(asio::local::stream_protocol::endpoint(path.string()), ec);
+        if (!ec) fail(make_error_code(boost::system::errc::address_in_use), "unix socket '" + path.string() + "'");
+        ::unlink(path.c_str());
+    }
+
+    void listen() {
+        if (options.tls) load_tls();
+        boost::system::error_code ec;
+        if (options.unix_socket) {
+            auto const& path = *options.unix_socket;
+            std::string where = "unix socket '" + path.string() + "'";
+            if (path.string().size() >= sizeof(sockaddr_un{}.sun_path))
+                fail(make_error_code(boost::system::errc::filename_too_long), where);
+            clear_stale_socket(path);
+            generic_protocol::endpoint ep{asio::local::stream_protocol::endpoint(path.string())};
+            acceptor.open(ep.protocol(), ec);
+            if (!ec) acceptor.bind(ep, ec);
+            if (ec) {
+                acceptor.close();
+                fail(ec, where);
+            }
+            bound_path = path;
+            // Before listen(): nobody can connect yet, so nobody slips in under the umask's mode.
+            if (::chmod(path.c_str(), static_cast<mode_t>(options.unix_socket_mode)) != 0) {
+                ec.assign(errno, boost::system::system_category());
+                acceptor.close();
+                remove_socket_file();
+                fail(ec, where + ": cannot set its mode");
+            }
+            acceptor.listen(asio::socket_base::max_listen_connections, ec);
+            if (ec) {
+                acceptor.close();
+                remove_socket_file();
+                fail(ec, where);
+            }
+            return;
+        }
+        std::string where = options.host + ":" + std::to_string(options.port);
+        auto address = asio::ip::make_address(options.host, ec);
+        if (ec) fail(ec, "listen address '" + options.host + "'");
+        generic_protocol::endpoint ep{tcp::endpoint(address, options.port)};
+        acceptor.open(ep.protocol(), ec);
+        if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+        if (!ec) acceptor.bind(ep, ec);
+        if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+        if (ec) {
+            boost::system::error_code ignored;
+            acceptor.close(ignored);
+            fail(ec, where);
+        }
+    }
+
+    tcp::endpoint local_tcp_endpoint() const {
+        tcp::endpoint out;
+        if (options.unix_socket || !acceptor.is_open()) return out;
+        boost::system::error_code ec;
+        auto g = acceptor.local_endpoint(ec);
+        if (ec || g.size() > out.capacity()) return out;
+        std::memcpy(out.data(), g.data(), g.size());
+        out.resize(g.size());
+        return out;
+    }
+
+    // ---------------------------------------------------------------- accepting
 
     asio::awaitable<void> accept_loop() {
         for (;;) {
@@ -82,57 +248,191 @@ struct http_server::state : std::enable_shared_from_this<state> {
         }
     }
 
-    asio::awaitable<void> write_and_close(beast::tcp_stream& stream, http_response res) {
-        res.keep_alive(false);
-        stream.expires_after(options.read_timeout);
-        co_await http::async_write(stream, res, as_tuple(use_awaitable));
-        beast::error_code ignored;
-        stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    }
-
-    asio::awaitable<void> session(tcp::socket socket) {
-        beast::tcp_stream stream(std::move(socket));
+    asio::awaitable<void> session(generic_protocol::socket socket) {
+        auto c = std::make_shared<connection>(socket.get_executor());
         std::size_t now = ++connections;
+        std::list<std::shared_ptr<connection>>::iterator it;
+        {
+            std::lock_guard lock(connections_mutex);
+            it = live.insert(live.end(), c);
+        }
         struct guard {
             state& s;
-            std::list<beast::tcp_stream*>::iterator it;
+            std::list<std::shared_ptr<connection>>::iterator it;
             ~guard() {
+                (*it)->cancel_io = nullptr;
                 --s.connections;
-                std::lock_guard lock(s.streams_mutex);
-                s.streams.erase(it);
+                std::lock_guard lock(s.connections_mutex);
+                s.live.erase(it);
             }
-        };
-        std::list<beast::tcp_stream*>::iterator it;
-        {
-            std::lock_guard lock(streams_mutex);
-            it = streams.insert(streams.end(), &stream);
+        } g{*this, it};
+        bool over_capacity = now > options.max_connections;
+
+        plain_stream plain(std::move(socket));
+        if (!tls) {
+            c->cancel_io = [&plain] {
+                boost::system::error_code ignored;
+                plain.socket().cancel(ignored);
+            };
+            co_await serve(plain, *c, over_capacity);
+            boost::system::error_code ignored;
+            plain.socket().shutdown(asio::socket_base::shutdown_send, ignored);
+            c->cancel_io = nullptr;
+            co_return;
         }
-        guard g{*this, it};
-        if (now > options.max_connections) {
+
+        tls_stream stream(std::move(plain), *tls);
+        auto& low = beast::get_lowest_layer(stream);
+        c->cancel_io = [&low] {
+            boost::system::error_code ignored;
+            low.socket().cancel(ignored);
+        };
+        low.expires_after(options.read_timeout);
+        auto [hec] = co_await stream.async_handshake(ssl::stream_base::server, as_tuple(use_awaitable));
+        if (hec) {
+            spdlog::debug("TLS handshake failed: {}", hec.message());
+            c->cancel_io = nullptr;
+            co_return;
+        }
+        bool clean = co_await serve(stream, *c, over_capacity);
+        if (clean) {
+            // close_notify tells the client the body was not truncated by an attacker.
+            low.expires_after(options.write_timeout);
+            co_await stream.async_shutdown(as_tuple(use_awaitable));
+        }
+        c->cancel_io = nullptr;
+    }
+
+    // ---------------------------------------------------------------- one connection
+
+    template <class Stream>
+    asio::awaitable<void> write_and_close(Stream& stream, http_response res) {
+        res.keep_alive(false);
+        beast::get_lowest_layer(stream).expires_after(options.write_timeout);
+        co_await http::async_write(stream, res, as_tuple(use_awaitable));
+    }
+
+    // Reads whatever the client sends while a handler runs or a stream is written: a pipelined
+    // request is kept in `buffer` for the loop, and the end of the input (or an error) means the
+    // client is gone. Returns only then, or when the client sends more than a request may hold.
+    template <class Stream>
+    asio::awaitable<void> watch_peer(Stream& stream, beast::flat_buffer& buffer) {
+        std::size_t const limit = options.header_limit + options.body_limit;
+        for (;;) {
+            if (buffer.size() >= limit) co_return;
+            auto room = std::min<std::size_t>(4096, limit - buffer.size());
+            auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), as_tuple(use_awaitable));
+            if (ec) co_return;
+            buffer.commit(n);
+        }
+    }
+
+    // Runs the handler, keeping its reply even when the race against watch_peer is lost (so a stream
+    // it created can be ended), and turning an exception into a logged 500.
+    asio::awaitable<void> run_handler(http_request& req, std::optional<http_reply>& out) {
+        try {
+            out.emplace(co_await handler(req));
+        } catch (std::exception const& e) {
+            spdlog::error("request handler failed: {}", e.what());
+            auto res = json_error(http::status::internal_server_error, "internal_error", "the request could not be served",
+                                  req.version(), false);
+            out.emplace(std::move(res));
+        }
+    }
+
+    asio::awaitable<void> wait_for_stop(connection& c) {
+        if (stopping && c.long_lived) co_return;
+        c.stop_timer.expires_at(asio::steady_timer::time_point::max());
+        co_await c.stop_timer.async_wait(as_tuple(use_awaitable));
+    }
+
+    template <class Stream>
+    asio::awaitable<bool> pump_body(Stream& stream, http_stream& st, bool chunked) {
+        auto& low = beast::get_lowest_layer(stream);
+        for (;;) {
+            auto [ec, chunk] = co_await st.body->async_receive(as_tuple(use_awaitable));
+            if (ec == asio::error::eof) {
+                if (!chunked) co_return true;
+                low.expires_after(options.write_timeout);
+                auto [wec, n] = co_await asio::async_write(stream, http::make_chunk_last(), as_tuple(use_awaitable));
+                co_return !wec;
+            }
+            if (ec) co_return false;
+            if (chunk.empty()) continue;  // an empty chunk would end a chunked body
+            low.expires_after(options.write_timeout);
+            if (chunked) {
+                auto [wec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(chunk)), as_tuple(use_awaitable));
+                if (wec) co_return false;
+            } else {
+                auto [wec, n] = co_await asio::async_write(stream, asio::buffer(chunk), as_tuple(use_awaitable));
+                if (wec) co_return false;
+            }
+        }
+    }
+
+    // Writes a streamed response; true when the connection may serve another request.
+    template <class Stream>
+    asio::awaitable<bool> serve_stream(Stream& stream, beast::flat_buffer& buffer, http_stream& st, unsigned version,
+                                       bool keep_alive, connection& c) {
+        auto& low = beast::get_lowest_layer(stream);
+        if (!st.body) {
+            end_stream(st, false);
+            co_return false;
+        }
+        bool chunked = version >= 11;
+        st.head.version(version);
+        st.head.keep_alive(keep_alive && chunked && st.head.keep_alive());
+        if (chunked) st.head.chunked(true);
+        http::response_serializer<http::empty_body> sr{st.head};
+        low.expires_after(options.write_timeout);
+        auto [hec, hn] = co_await http::async_write_header(stream, sr, as_tuple(use_awaitable));
+        if (hec) {
+            end_stream(st, false);
+            co_return false;
+        }
+        // The stream's lifetime is its own: no read deadline while it lasts; each write has one.
+        low.expires_never();
+        c.now = connection::phase::streaming;
+        c.long_lived = st.long_lived;
+        auto outcome = co_await (pump_body(stream, st, chunked) || watch_peer(stream, buffer) || wait_for_stop(c));
+        c.now = connection::phase::handling;
+        c.long_lived = false;
+        bool completed = outcome.index() == 0 && std::get<0>(outcome);
+        end_stream(st, completed);
+        co_return completed && st.head.keep_alive() && !stopping;
+    }
+
+    // The request loop of one connection; true when it ended cleanly (the TLS close_notify is worth sending).
+    template <class Stream>
+    asio::awaitable<bool> serve(Stream& stream, connection& c, bool over_capacity) {
+        auto& low = beast::get_lowest_layer(stream);
+        if (over_capacity) {
             co_await write_and_close(stream, json_error(http::status::service_unavailable, "over_capacity",
                                                         "too many connections; retry later", 11, false));
-            co_return;
+            co_return true;
         }
 
         beast::flat_buffer buffer;
         bool first = true;
         for (;;) {
+            c.now = connection::phase::reading;
+            if (stopping) co_return true;
             http::request_parser<http::string_body> parser;
             parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
             parser.body_limit(options.body_limit);
             // Until the first byte of a request arrives the idle deadline applies; a client that
-            // opens a connection and sends nothing is closed after it as well.
-            stream.expires_after(first ? options.read_timeout : options.idle_timeout);
+            // opens a connection and sends nothing is closed after the read deadline.
+            low.expires_after(first ? options.read_timeout : options.idle_timeout);
             auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, as_tuple(use_awaitable));
             if (!hec) {
-                stream.expires_after(options.read_timeout);
+                low.expires_after(options.read_timeout);
                 auto [bec, bn] = co_await http::async_read(stream, buffer, parser, as_tuple(use_awaitable));
                 hec = bec;
             }
             if (hec) {
                 if (hec == http::error::end_of_stream || hec == beast::error::timeout ||
                     hec == asio::error::connection_reset || hec == asio::error::operation_aborted || stopping)
-                    co_return;
+                    co_return false;
                 if (hec == http::error::header_limit) {
                     co_await write_and_close(stream, json_error(http::status::request_header_fields_too_large,
                                                                 "header_too_large",
@@ -146,21 +446,32 @@ struct http_server::state : std::enable_shared_from_this<state> {
                     co_await write_and_close(
                         stream, json_error(http::status::bad_request, "bad_request", "malformed HTTP request: " + hec.message()));
                 }
-                co_return;
+                co_return true;
             }
             first = false;
             auto req = parser.release();
-            bool keep_alive = req.keep_alive() && !stopping;
-            http_response res = co_await handler(req);
-            res.version(req.version());
-            res.keep_alive(keep_alive && res.keep_alive());
-            stream.expires_after(options.read_timeout);
-            auto [wec, wn] = co_await http::async_write(stream, res, as_tuple(use_awaitable));
-            if (wec || !res.keep_alive()) {
-                beast::error_code ignored;
-                stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-                co_return;
+            c.now = connection::phase::handling;
+            low.expires_never();
+            std::optional<http_reply> reply;
+            auto outcome = co_await (run_handler(req, reply) || watch_peer(stream, buffer));
+            if (outcome.index() == 1) {
+                // The client left while its request was being served.
+                if (reply)
+                    if (auto* st = std::get_if<http_stream>(&*reply)) end_stream(*st, false);
+                co_return false;
             }
+            bool keep_alive = req.keep_alive() && !stopping;
+            if (auto* res = std::get_if<http_response>(&*reply)) {
+                res->version(req.version());
+                res->keep_alive(keep_alive && res->keep_alive());
+                low.expires_after(options.write_timeout);
+                auto [wec, wn] = co_await http::async_write(stream, *res, as_tuple(use_awaitable));
+                if (wec) co_return false;
+                if (!res->keep_alive()) co_return true;
+                continue;
+            }
+            auto& st = std::get<http_stream>(*reply);
+            if (!co_await serve_stream(stream, buffer, st, req.version(), keep_alive, c)) co_return false;
         }
     }
 };
@@ -168,18 +479,17 @@ struct http_server::state : std::enable_shared_from_this<state> {
 http_server::http_server(asio::io_context& ioc, http_server_options options, http_handler handler)
     : state_(std::make_shared<state>(ioc, std::move(options), std::move(handler))) {}
 
+http_server::http_server(asio::io_context& ioc, http_server_options options, http_response_handler handler)
+    : http_server(ioc, std::move(options),
+                  http_handler([h = std::move(handler)](http_request& req) -> asio::awaitable<http_reply> {
+                      co_return http_reply(co_await h(req));
+                  })) {}
+
 http_server::~http_server() = default;
 
-void http_server::listen() {
-    auto& s = *state_;
-    tcp::endpoint ep(asio::ip::make_address(s.options.host), s.options.port);
-    s.acceptor.open(ep.protocol());
-    s.acceptor.set_option(asio::socket_base::reuse_address(true));
-    s.acceptor.bind(ep);
-    s.acceptor.listen(asio::socket_base::max_listen_connections);
-}
+void http_server::listen() { state_->listen(); }
 
-tcp::endpoint http_server::local_endpoint() const { return state_->acceptor.local_endpoint(); }
+tcp::endpoint http_server::local_endpoint() const { return state_->local_tcp_endpoint(); }
 
 void http_server::start() {
     auto s = state_;
@@ -190,19 +500,19 @@ void http_server::stop() {
     auto s = state_;
     s->stopping = true;
     asio::post(s->acceptor.get_executor(), [s] {
-        beast::error_code ignored;
+        boost::system::error_code ignored;
         s->acceptor.close(ignored);
+        s->remove_socket_file();
     });
-    std::lock_guard lock(s->streams_mutex);
-    for (auto* stream : s->streams) {
-        // Each stream belongs to its own strand: close it there.
-        asio::post(stream->get_executor(), [stream, s] {
-            std::lock_guard inner(s->streams_mutex);
-            for (auto* live : s->streams)
-                if (live == stream) {
-                    beast::error_code ignored;
-                    stream->socket().cancel(ignored);
-                }
+    std::lock_guard lock(s->connections_mutex);
+    for (auto const& c : s->live) {
+        // Each connection belongs to its own strand: act on it there, where its phase is known.
+        asio::post(c->strand, [c] {
+            if (c->now == connection::phase::reading) {
+                if (c->cancel_io) c->cancel_io();
+            } else if (c->now == connection::phase::streaming && c->long_lived) {
+                c->stop_timer.cancel();
+            }
         });
     }
 }

@@ -31,7 +31,7 @@ constexpr char usage_text[] =
     "    DIR/provenance.key  private key, PKCS#8 PEM, mode 0600\n"
     "    DIR/provenance.pub  public key, SubjectPublicKeyInfo PEM (give it to upstream servers)\n"
     "    DIR/provenance.kid  the key id, one line\n"
-    "  --kid KID  the key id to sign under (default: \"ed25519:\" + the first 16 hex digits of\n"
+    "  --kid KID  the key id to sign under (default: \"ed25519-\" + the first 16 hex digits of\n"
     "             SHA-256 of the raw public key)\n"
     "  Existing files are never overwritten: move them away first.\n";
 
@@ -151,7 +151,7 @@ core::result<key_pair> generate() {
 }  // namespace
 
 std::string derived_key_id(std::string_view raw_public_key) {
-    return "ed25519:" + core::sha256_hex(raw_public_key).substr(0, 16);
+    return "ed25519-" + core::sha256_hex(raw_public_key).substr(0, 16);
 }
 
 core::result<std::string> derived_key_id_of_pem(std::string_view pem) {

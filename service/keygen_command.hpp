@@ -13,8 +13,9 @@ namespace airlock::service {
 
 int run_keygen(std::vector<std::string> const& args);
 
-// The key id of an Ed25519 public key when none is configured: "ed25519:" followed by the first 16
-// hex digits of SHA-256 of the raw 32-byte key. The upstream verifier example derives the same.
+// The key id of an Ed25519 public key when none is configured: "ed25519-" followed by the first 16
+// hex digits of SHA-256 of the raw 32-byte key. The same scheme as config.hpp's key_id_of, so the id
+// the gateway signs under, the one keygen prints and the one the upstream example derives agree.
 std::string derived_key_id(std::string_view raw_public_key);
 
 // derived_key_id of the key in a PEM public key (or, for convenience, a PEM private key).

@@ -2,6 +2,8 @@
 
 #include "service/check_command.hpp"
 #include "service/journal_command.hpp"
+#include "service/keygen_command.hpp"
+#include "service/verify_provenance_command.hpp"
 #include "service/serve.hpp"
 #include "service/upstream_command.hpp"
 
@@ -31,8 +33,8 @@ constexpr subcommand subcommands[] = {
     {"journal", "verify, show, export and import journaled runs", true},
     {"tools", "list the tools of one upstream MCP server (stdio:CMD or an http(s) URL)", true},
     {"call", "call one tool of an upstream MCP server and print the result", true},
-    {"verify-provenance", "verify a signed provenance block against a public key", false},
-    {"keygen", "create an Ed25519 signing key (PKCS#8 PEM) for provenance", false},
+    {"verify-provenance", "verify a signed provenance block against a public key", true},
+    {"keygen", "create an Ed25519 signing key (PKCS#8 PEM) for provenance", true},
     {"version", "print the version", true},
     {"help", "print this help", true},
 };
@@ -74,6 +76,8 @@ int main(int argc, char** argv) {
     if (cmd == "check") return airlock::service::run_check(rest);
     if (cmd == "journal") return airlock::service::run_journal(rest);
     if (cmd == "tools") return airlock::service::run_tools(rest);
+    if (cmd == "keygen") return airlock::service::run_keygen(rest);
+    if (cmd == "verify-provenance") return airlock::service::run_verify_provenance(rest);
     if (cmd == "call") return airlock::service::run_call(rest);
     for (auto const& c : subcommands) {
         if (cmd == c.name) {

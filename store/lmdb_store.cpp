@@ -116,7 +116,7 @@ struct typed_op final : write_op {
 struct lmdb_store::impl {
     lmdb_options options;
     MDB_env* env = nullptr;
-    MDB_dbi records = 0, runs = 0, effects = 0, admissions = 0;
+    MDB_dbi records = 0, runs = 0, effects = 0, admissions = 0, pins = 0;
 
     std::mutex mutex;
     std::condition_variable wake;
@@ -395,7 +395,7 @@ result<std::unique_ptr<lmdb_store>> lmdb_store::open(lmdb_options options) {
     MDB_txn* txn = nullptr;
     if (int rc = mdb_txn_begin(p->env, nullptr, 0, &txn); rc != 0) return lmdb_error(rc, "open databases" + where);
     for (auto [name, dbi] : {std::pair{"records", &p->records}, {"runs", &p->runs}, {"effects", &p->effects},
-                             {"admissions", &p->admissions}}) {
+                             {"admissions", &p->admissions}, {"pins", &p->pins}}) {
         if (int rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi); rc != 0) {
             mdb_txn_abort(txn);
             return lmdb_error(rc, std::string("open database ") + name + where);
@@ -479,6 +479,86 @@ result<core::run_page> lmdb_store::runs(core::run_filter const& filter) const { 
 
 result<std::optional<core::chain_fault>> lmdb_store::verify(std::string const& run_id) const {
     return impl_->verify(run_id);
+}
+
+namespace {
+
+result<std::optional<core::pin>> read_pin(MDB_txn* txn, MDB_dbi dbi, std::string const& key) {
+    MDB_val k = as_val(key), v;
+    int rc = mdb_get(txn, dbi, &k, &v);
+    if (rc == MDB_NOTFOUND) return std::optional<core::pin>{};
+    if (rc != 0) return lmdb_error(rc, "read pin");
+    boost::system::error_code ec;
+    auto j = boost::json::parse(as_view(v), ec);
+    auto const* o = j.if_object();
+    auto const* pinned = o ? o->if_contains("pinned") : nullptr;
+    if (ec || !pinned || !pinned->is_string()) return make_error("corrupt", "pin of " + key + " is unreadable");
+    core::pin p{key, std::string(pinned->get_string()), std::nullopt};
+    if (auto const* pending = o->if_contains("pending"); pending && pending->is_string()) p.pending = std::string(pending->get_string());
+    return std::optional<core::pin>(std::move(p));
+}
+
+result<void> write_pin(MDB_txn* txn, MDB_dbi dbi, core::pin const& p) {
+    boost::json::object o{{"pinned", p.pinned}};
+    if (p.pending) o["pending"] = *p.pending;
+    auto text = boost::json::serialize(o);
+    MDB_val k = as_val(p.key), v = as_val(text);
+    if (int rc = mdb_put(txn, dbi, &k, &v, 0); rc != 0) return lmdb_error(rc, "write pin");
+    return {};
+}
+
+result<void> check_pin_key(std::string const& key) {
+    if (key.empty() || key.size() > 400) return make_error("invalid_key", "pin key must be 1 to 400 bytes");
+    return {};
+}
+
+}  // namespace
+
+asio::awaitable<result<core::pin_verdict>> lmdb_store::async_check_pin(std::string key, std::string digest) {
+    if (auto ok = check_pin_key(key); !ok) co_return ok.error();
+    auto* p = impl_.get();
+    std::function<result<core::pin_verdict>(MDB_txn*)> fn = [p, key = std::move(key),
+                                                             digest = std::move(digest)](MDB_txn* txn) -> result<core::pin_verdict> {
+        auto current = read_pin(txn, p->pins, key);
+        if (!current) return current.error();
+        auto [next, verdict] = core::apply_pin_check(std::move(*current), key, digest);
+        if (auto w = write_pin(txn, p->pins, next); !w) return w.error();
+        return verdict;
+    };
+    co_return co_await p->submit<core::pin_verdict>(std::move(fn));
+}
+
+asio::awaitable<result<core::pin>> lmdb_store::async_accept_pin(std::string key) {
+    if (auto ok = check_pin_key(key); !ok) co_return ok.error();
+    auto* p = impl_.get();
+    std::function<result<core::pin>(MDB_txn*)> fn = [p, key = std::move(key)](MDB_txn* txn) -> result<core::pin> {
+        auto current = read_pin(txn, p->pins, key);
+        if (!current) return current.error();
+        if (!*current || !(*current)->pending)
+            return make_error("no_pending", "no changed definition of " + key + " awaits acceptance");
+        auto next = **current;
+        next.pinned = *next.pending;
+        next.pending.reset();
+        if (auto w = write_pin(txn, p->pins, next); !w) return w.error();
+        return next;
+    };
+    co_return co_await p->submit<core::pin>(std::move(fn));
+}
+
+asio::awaitable<result<std::vector<core::pin>>> lmdb_store::async_pins() {
+    co_return impl_->with_read([&](MDB_txn* txn) -> result<std::vector<core::pin>> {
+        std::vector<core::pin> out;
+        MDB_cursor* cur = nullptr;
+        if (int rc = mdb_cursor_open(txn, impl_->pins, &cur); rc != 0) return lmdb_error(rc, "open cursor");
+        std::unique_ptr<MDB_cursor, void (*)(MDB_cursor*)> guard(cur, mdb_cursor_close);
+        MDB_val k, v;
+        for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+            auto p = read_pin(txn, impl_->pins, std::string(as_view(k)));
+            if (!p) return p.error();
+            if (*p) out.push_back(**p);
+        }
+        return out;
+    });
 }
 
 lmdb_store::stats lmdb_store::writer_stats() const { return {impl_->batches.load(), impl_->operations.load()}; }

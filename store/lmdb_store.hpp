@@ -3,6 +3,7 @@
 // read-only transactions for readers. Nothing to install or start.
 
 #include "core/journal.hpp"
+#include "core/pins.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -26,7 +27,7 @@ struct lmdb_options {
     std::size_t max_batch = 4096;                   // appends committed in one transaction at most
 };
 
-class lmdb_store final : public core::journal_store {
+class lmdb_store final : public core::journal_store, public core::pin_store {
 public:
     // Opens (creating when missing) the environment; a corrupt or foreign file gives a clear error.
     static core::result<std::unique_ptr<lmdb_store>> open(lmdb_options options);
@@ -43,6 +44,10 @@ public:
                                                                                 std::string proposed_run_id) override;
     boost::asio::awaitable<core::result<core::record>> async_seal(std::string run_id, std::string status,
                                                                   std::string reason) override;
+
+    boost::asio::awaitable<core::result<core::pin_verdict>> async_check_pin(std::string key, std::string digest) override;
+    boost::asio::awaitable<core::result<core::pin>> async_accept_pin(std::string key) override;
+    boost::asio::awaitable<core::result<std::vector<core::pin>>> async_pins() override;
 
     // Synchronous forms for the CLI and tests that run outside an io_context.
     core::result<std::vector<core::record>> read(std::string const& run_id, std::uint64_t from_seq = 1) const;

@@ -3,6 +3,7 @@
 // and for running airlock with nothing on disk.
 
 #include "core/journal.hpp"
+#include "core/pins.hpp"
 
 #include <boost/asio/awaitable.hpp>
 
@@ -17,7 +18,7 @@
 
 namespace airlock::store {
 
-class memory_store final : public core::journal_store {
+class memory_store final : public core::journal_store, public core::pin_store {
 public:
     memory_store() = default;
 
@@ -33,7 +34,13 @@ public:
     boost::asio::awaitable<core::result<core::record>> async_seal(std::string run_id, std::string status,
                                                                   std::string reason) override;
 
+    boost::asio::awaitable<core::result<core::pin_verdict>> async_check_pin(std::string key, std::string digest) override;
+    boost::asio::awaitable<core::result<core::pin>> async_accept_pin(std::string key) override;
+    boost::asio::awaitable<core::result<std::vector<core::pin>>> async_pins() override;
+
 private:
+    std::map<std::string, core::pin> pins_;  // guarded by mutex_
+
     struct run_state {
         std::vector<core::record> records;
         std::set<std::string, std::less<>> effect_keys;  // body.effect_key of every effect_started

@@ -36,10 +36,10 @@ export function sha256Hex(text) {
 }
 
 // The key id airlock derives when none is configured (`airlock keygen` prints the same):
-// "ed25519:" + the first 16 hex digits of SHA-256 of the raw 32-byte public key.
+// "ed25519-" + the first 16 hex digits of SHA-256 of the raw 32-byte public key.
 export function keyIdOf(publicKey) {
   const raw = Buffer.from(publicKey.export({ format: 'jwk' }).x, 'base64url');
-  return 'ed25519:' + createHash('sha256').update(raw).digest('hex').slice(0, 16);
+  return 'ed25519-' + createHash('sha256').update(raw).digest('hex').slice(0, 16);
 }
 
 export function loadPublicKey(pem) {

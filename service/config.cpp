@@ -1,0 +1,1629 @@
+#include "service/config.hpp"
+
+#include "core/sha256.hpp"
+#include "service/http_server.hpp"
+#include "service/keygen_command.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+
+#include <yaml-cpp/yaml.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <utility>
+
+namespace airlock::service {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+env_lookup process_environment() {
+    return [](std::string const& name) -> std::optional<std::string> {
+        if (char const* v = std::getenv(name.c_str())) return std::string(v);
+        return std::nullopt;
+    };
+}
+
+env_lookup environment_from(std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](std::string const& name) -> std::optional<std::string> {
+        if (auto it = vars.find(name); it != vars.end()) return it->second;
+        return std::nullopt;
+    };
+}
+
+std::string_view to_string(upstream_kind k) noexcept { return k == upstream_kind::stdio ? "stdio" : "http"; }
+std::string_view to_string(tool_prefix p) noexcept { return p == tool_prefix::server ? "server" : "none"; }
+std::string_view to_string(log_format f) noexcept { return f == log_format::json ? "json" : "text"; }
+std::string_view to_string(log_level l) noexcept {
+    switch (l) {
+        case log_level::trace: return "trace";
+        case log_level::debug: return "debug";
+        case log_level::info: return "info";
+        case log_level::warn: return "warn";
+        case log_level::error: return "error";
+    }
+    return "info";
+}
+
+// Whole numbers with a unit only: a bare "30" could be seconds or milliseconds, and a timeout off by
+// a factor of 1000 is the kind of mistake that only shows in production.
+std::optional<milliseconds> parse_duration(std::string_view text) {
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0 || digits > 12) return std::nullopt;
+    std::uint64_t n = 0;
+    std::from_chars(text.data(), text.data() + digits, n);
+    auto unit = text.substr(digits);
+    std::uint64_t scale = 0;
+    if (unit == "ms") scale = 1;
+    else if (unit == "s") scale = 1000;
+    else if (unit == "m") scale = 60'000;
+    else if (unit == "h") scale = 3'600'000;
+    else return std::nullopt;
+    // 12 digits of hours still fits in 64 bits of milliseconds, but nobody means a timeout of
+    // centuries; a cap keeps later arithmetic on deadlines from overflowing.
+    constexpr std::uint64_t max_ms = std::uint64_t{10} * 365 * 24 * 3'600'000;
+    if (n > max_ms / scale) return std::nullopt;
+    return milliseconds(static_cast<milliseconds::rep>(n * scale));
+}
+
+std::optional<std::size_t> parse_size(std::string_view text) {
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0 || digits > 19) return std::nullopt;
+    std::uint64_t n = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + digits, n);
+    if (ec != std::errc{}) return std::nullopt;
+    auto unit = text.substr(digits);
+    if (unit.starts_with(' ')) unit.remove_prefix(1);
+    static constexpr std::pair<std::string_view, std::uint64_t> units[] = {
+        {"", 1},
+        {"B", 1},
+        {"KiB", std::uint64_t{1} << 10},
+        {"MiB", std::uint64_t{1} << 20},
+        {"GiB", std::uint64_t{1} << 30},
+        {"TiB", std::uint64_t{1} << 40},
+        {"KB", 1000},
+        {"MB", 1000'000},
+        {"GB", 1000'000'000},
+        {"TB", 1000'000'000'000},
+    };
+    for (auto const& [name, scale] : units) {
+        if (unit != name) continue;
+        if (n > std::numeric_limits<std::size_t>::max() / scale) return std::nullopt;
+        return static_cast<std::size_t>(n * scale);
+    }
+    return std::nullopt;
+}
+
+std::string key_id_of(std::string_view public_key_raw) { return derived_key_id(public_key_raw); }
+
+http_server_options to_http_server_options(server_config const& s) {
+    http_server_options o;
+    o.host = s.host;
+    o.port = s.port;
+    o.header_limit = s.header_limit;
+    o.body_limit = s.body_limit;
+    o.read_timeout = s.read_timeout;
+    o.idle_timeout = s.idle_timeout;
+    o.max_connections = s.max_connections;
+    return o;
+}
+
+namespace {
+
+std::string in_quotes(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string lowercase(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = lower(c);
+    return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+}
+
+bool is_blank(std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
+}
+
+std::string_view trim(std::string_view s) {
+    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+    while (!s.empty() && space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && space(s.back())) s.remove_suffix(1);
+    return s;
+}
+
+// ── YAML 1.2 core schema ──────────────────────────────────────────────────────────────────────
+//
+// yaml-cpp leaves typing to the reader, and its as<bool>() still takes YAML 1.1's yes/no/on/off.
+// Plain scalars are typed here by the YAML 1.2 core schema (as manifests are), and a value of the
+// wrong type is refused, not coerced: `optional: no` is the string "no", not false.
+
+enum class scalar_kind { null_, boolean, integer, floating, string, other_tag };
+
+bool all_digits(std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool is_core_int(std::string_view s) {
+    auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); };
+    if (s.starts_with("0o"))
+        return s.size() > 2 && std::all_of(s.begin() + 2, s.end(), [](char c) { return c >= '0' && c <= '7'; });
+    if (s.starts_with("0x")) return s.size() > 2 && std::all_of(s.begin() + 2, s.end(), hex);
+    if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+    return all_digits(s);
+}
+
+bool is_core_float(std::string_view s) {
+    if (s == ".nan" || s == ".NaN" || s == ".NAN") return true;
+    if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+    if (s == ".inf" || s == ".Inf" || s == ".INF") return true;
+    std::size_t i = 0;
+    auto digits = [&] {
+        auto start = i;
+        while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+        return i - start;
+    };
+    auto whole = digits();
+    std::size_t fraction = 0;
+    if (i < s.size() && s[i] == '.') {
+        ++i;
+        fraction = digits();
+    }
+    if (whole == 0 && fraction == 0) return false;
+    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+        ++i;
+        if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+        if (digits() == 0) return false;
+    }
+    return i == s.size();
+}
+
+scalar_kind classify(YAML::Node const& n) {
+    if (n.IsNull()) return scalar_kind::null_;
+    auto const& tag = n.Tag();
+    if (tag == "!" || tag == "tag:yaml.org,2002:str") return scalar_kind::string;  // quoted or block
+    if (tag != "?") return scalar_kind::other_tag;
+    auto const& s = n.Scalar();
+    if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return scalar_kind::null_;
+    if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE")
+        return scalar_kind::boolean;
+    if (is_core_int(s)) return scalar_kind::integer;
+    if (is_core_float(s)) return scalar_kind::floating;
+    return scalar_kind::string;
+}
+
+// What a node is, without what it says: for fields that may hold a secret.
+std::string shape(YAML::Node const& n) {
+    if (n.IsMap()) return "a mapping";
+    if (n.IsSequence()) return "a sequence";
+    switch (classify(n)) {
+        case scalar_kind::null_: return "null";
+        case scalar_kind::boolean: return "a boolean";
+        case scalar_kind::integer: return "an integer";
+        case scalar_kind::floating: return "a number";
+        case scalar_kind::string: return "a string";
+        case scalar_kind::other_tag: return "a value tagged " + n.Tag();
+    }
+    return "an unsupported value";
+}
+
+// What a node is, with enough of its text to recognise it.
+std::string describe(YAML::Node const& n) {
+    if (!n.IsScalar()) return shape(n);
+    auto kind = classify(n);
+    if (kind == scalar_kind::null_ || kind == scalar_kind::other_tag) return shape(n);
+    auto const& s = n.Scalar();
+    std::string shown = s.size() <= 40 ? in_quotes(s) : in_quotes(s.substr(0, 40)) + "...";
+    if (kind == scalar_kind::string) return "a string (" + shown + ")";
+    return shape(n) + " (" + s + ")";
+}
+
+std::string child_path(std::string const& parent, std::string_view key) {
+    bool simple = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+    if (!simple) return parent + "[" + in_quotes(key) + "]";
+    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+std::string index_path(std::string const& parent, std::size_t i) { return parent + "[" + std::to_string(i) + "]"; }
+
+std::string show_path(fs::path const& p) { return in_quotes(p.string()); }
+
+// ── files ─────────────────────────────────────────────────────────────────────────────────────
+
+struct file_text {
+    std::optional<std::string> text;
+    std::string problem_code;  // "file_missing", "file_unreadable", "file_too_large"
+    std::string problem;       // why it could not be read, without its contents
+};
+
+file_text read_text_file(fs::path const& p, std::size_t max_bytes) {
+    std::error_code ec;
+    auto status = fs::status(p, ec);
+    if (ec || !fs::exists(status)) return {std::nullopt, "file_missing", "does not exist"};
+    if (fs::is_directory(status)) return {std::nullopt, "file_unreadable", "is a directory, not a file"};
+    std::ifstream in(p, std::ios::binary);
+    if (!in) return {std::nullopt, "file_unreadable", "cannot be read (" + std::string(std::strerror(errno)) + ")"};
+    std::string text;
+    char buf[8192];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+        text.append(buf, static_cast<std::size_t>(in.gcount()));
+        if (text.size() > max_bytes)
+            return {std::nullopt, "file_too_large", "is larger than " + std::to_string(max_bytes) + " bytes"};
+    }
+    if (in.bad()) return {std::nullopt, "file_unreadable", "could not be read to the end"};
+    return {std::move(text), "", ""};
+}
+
+// True when group or others may read the file: a secret there is not a secret for long.
+bool readable_by_others(fs::path const& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && (st.st_mode & (S_IRGRP | S_IROTH | S_IWGRP | S_IWOTH)) != 0;
+}
+
+bool runnable(fs::path const& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// The same search stdio_transport does at start, so `airlock check` can say so early.
+bool found_executable(std::string const& argv0, std::string const& path_var) {
+    if (argv0.find('/') != std::string::npos) return runnable(argv0);
+    std::size_t start = 0;
+    for (;;) {
+        auto end = path_var.find(':', start);
+        auto dir = path_var.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        if (runnable(fs::path(dir.empty() ? "." : dir) / argv0)) return true;
+        if (end == std::string::npos) return false;
+        start = end + 1;
+    }
+}
+
+constexpr std::size_t max_config_bytes = 1024 * 1024;
+constexpr std::size_t max_secret_bytes = 64 * 1024;
+constexpr std::size_t max_manifest_bytes = 4 * 1024 * 1024;
+
+// A bearer token shorter than this can be guessed online; `openssl rand -hex 32` makes a good one.
+constexpr std::size_t min_token_length = 16;
+
+// ── the reader ────────────────────────────────────────────────────────────────────────────────
+
+// Reads typed values out of YAML nodes, recording every problem with the key path at fault and
+// carrying on, so `airlock check` can list them all. A reader that returns nullopt has already
+// recorded why.
+class reader {
+public:
+    reader(fs::path base, env_lookup const& env) : base_(std::move(base)), env_(env) {}
+
+    std::vector<core::error> problems;
+    std::vector<std::string> warnings;
+
+    fs::path const& base() const { return base_; }
+    std::optional<std::string> getenv(std::string const& name) const { return env_ ? env_(name) : std::nullopt; }
+
+    void fail(std::string code, std::string message) {
+        problems.push_back(core::make_error(std::move(code), std::move(message)));
+    }
+    void warn(std::string message) { warnings.push_back(std::move(message)); }
+
+    // True when `n` is a mapping. Keys that are not strings, repeated or not in `known` are recorded,
+    // and the mapping is still read, so one stray key does not hide the problems after it.
+    bool mapping(YAML::Node const& n, std::string const& path, std::initializer_list<std::string_view> known) {
+        if (!n.IsMap()) {
+            fail("wrong_type", what(path) + " must be a mapping, not " + describe(n));
+            return false;
+        }
+        std::set<std::string> seen;
+        for (auto const& kv : n) {
+            if (!key_ok(kv.first, path, seen)) continue;
+            auto const& name = kv.first.Scalar();
+            if (std::find(known.begin(), known.end(), name) == known.end()) {
+                std::string list;
+                for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+                fail("unknown_key", child_path(path, name) + " is not a known field (expected one of: " + list + ")");
+            }
+        }
+        return true;
+    }
+
+    // A mapping whose keys are the user's own (environment variable or header names): the keys in
+    // file order, each a string and written once.
+    std::optional<std::vector<std::pair<std::string, YAML::Node>>> entries(YAML::Node const& n,
+                                                                           std::string const& path) {
+        if (!n.IsMap()) {
+            fail("wrong_type", path + " must be a mapping, not " + describe(n));
+            return std::nullopt;
+        }
+        std::set<std::string> seen;
+        std::vector<std::pair<std::string, YAML::Node>> out;
+        for (auto const& kv : n)
+            if (key_ok(kv.first, path, seen)) out.emplace_back(kv.first.Scalar(), kv.second);
+        return out;
+    }
+
+    std::optional<std::string> string(YAML::Node const& n, std::string const& path) {
+        if (!n.IsScalar() || classify(n) != scalar_kind::string) {
+            auto kind = n.IsScalar() ? classify(n) : scalar_kind::other_tag;
+            bool quotable =
+                kind == scalar_kind::boolean || kind == scalar_kind::integer || kind == scalar_kind::floating;
+            fail("wrong_type",
+                 path + " must be a string, not " + describe(n) + (quotable ? " (quote it to make it text)" : ""));
+            return std::nullopt;
+        }
+        return n.Scalar();
+    }
+
+    // A string with something in it other than whitespace.
+    std::optional<std::string> text(YAML::Node const& n, std::string const& path) {
+        auto s = string(n, path);
+        if (s && is_blank(*s)) {
+            fail("empty_field", path + " is empty");
+            return std::nullopt;
+        }
+        return s;
+    }
+
+    // A value that may be a credential: any scalar, taken as written. Its content is never shown.
+    std::optional<std::string> secret_scalar(YAML::Node const& n, std::string const& path) {
+        if (!n.IsScalar() || classify(n) == scalar_kind::null_ || classify(n) == scalar_kind::other_tag) {
+            fail("wrong_type", path + " must be a string, {env: NAME} or {file: PATH}, not " + shape(n));
+            return std::nullopt;
+        }
+        return n.Scalar();
+    }
+
+    std::optional<bool> boolean(YAML::Node const& n, std::string const& path) {
+        if (!n.IsScalar() || classify(n) != scalar_kind::boolean) {
+            fail("wrong_type", path + " must be true or false, not " + describe(n));
+            return std::nullopt;
+        }
+        auto const& s = n.Scalar();
+        return s == "true" || s == "True" || s == "TRUE";
+    }
+
+    std::optional<std::uint64_t> count(YAML::Node const& n, std::string const& path, std::uint64_t min,
+                                       std::uint64_t max) {
+        if (!n.IsScalar() || classify(n) != scalar_kind::integer || !all_digits(n.Scalar())) {
+            fail("wrong_type", path + " must be a whole number, not " + describe(n));
+            return std::nullopt;
+        }
+        std::uint64_t v = 0;
+        auto const& s = n.Scalar();
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (ec != std::errc{} || v < min || v > max) {
+            fail("invalid_value", path + " is " + s + "; it must be between " + std::to_string(min) + " and " +
+                                      std::to_string(max));
+            return std::nullopt;
+        }
+        return v;
+    }
+
+    std::optional<milliseconds> duration(YAML::Node const& n, std::string const& path, milliseconds min) {
+        if (!n.IsScalar() || (classify(n) != scalar_kind::string && classify(n) != scalar_kind::integer)) {
+            fail("wrong_type", path + " must be a duration like \"250ms\", \"30s\", \"5m\" or \"1h\", not " +
+                                   describe(n));
+            return std::nullopt;
+        }
+        auto d = parse_duration(n.Scalar());
+        if (!d) {
+            std::string hint = all_digits(n.Scalar()) ? " (write the unit, e.g. \"" + n.Scalar() + "s\")" : "";
+            fail("invalid_duration", path + " is " + in_quotes(n.Scalar()) +
+                                         ", not a duration like \"250ms\", \"30s\", \"5m\" or \"1h\"" + hint);
+            return std::nullopt;
+        }
+        if (*d < min) {
+            fail("invalid_value", path + " is " + n.Scalar() + "; it must be at least " + format_ms(min));
+            return std::nullopt;
+        }
+        return d;
+    }
+
+    std::optional<std::size_t> size(YAML::Node const& n, std::string const& path, std::size_t min) {
+        if (!n.IsScalar() || (classify(n) != scalar_kind::string && classify(n) != scalar_kind::integer)) {
+            fail("wrong_type", path + " must be a size like \"64KiB\", \"4MiB\" or \"1GiB\", not " + describe(n));
+            return std::nullopt;
+        }
+        auto s = parse_size(n.Scalar());
+        if (!s) {
+            fail("invalid_size", path + " is " + in_quotes(n.Scalar()) +
+                                     ", not a size like 4096, \"64KiB\", \"4MiB\", \"1GiB\" or \"10MB\"");
+            return std::nullopt;
+        }
+        if (*s < min) {
+            fail("invalid_value", path + " is " + n.Scalar() + "; it must be at least " + std::to_string(min) + " bytes");
+            return std::nullopt;
+        }
+        return s;
+    }
+
+    // A path; relative ones are resolved against the configuration file's directory, so the same
+    // file means the same thing whatever directory airlock is started from.
+    std::optional<fs::path> path(YAML::Node const& n, std::string const& key_path) {
+        auto s = text(n, key_path);
+        if (!s) return std::nullopt;
+        if (s->find('\0') != std::string::npos) {
+            fail("invalid_value", key_path + " contains a NUL byte");
+            return std::nullopt;
+        }
+        return resolve(*s);
+    }
+
+    fs::path resolve(std::string const& p) const {
+        fs::path out(p);
+        if (out.is_relative()) out = base_ / out;
+        return out.lexically_normal();
+    }
+
+    // A path to a file that must exist and be readable; its contents are returned.
+    std::optional<std::pair<fs::path, std::string>> file(YAML::Node const& n, std::string const& key_path,
+                                                         std::size_t max_bytes) {
+        auto p = path(n, key_path);
+        if (!p) return std::nullopt;
+        auto got = read_text_file(*p, max_bytes);
+        if (!got.text) {
+            fail(got.problem_code, key_path + ": " + show_path(*p) + " " + got.problem);
+            return std::nullopt;
+        }
+        return std::pair{*p, std::move(*got.text)};
+    }
+
+    // A sequence of non-blank strings.
+    std::optional<std::vector<std::pair<std::string, std::string>>> strings(YAML::Node const& n,
+                                                                            std::string const& path) {
+        if (!n.IsSequence()) {
+            fail("wrong_type", path + " must be a sequence, not " + describe(n));
+            return std::nullopt;
+        }
+        std::vector<std::pair<std::string, std::string>> out;  // (item path, value)
+        bool ok = true;
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            auto item_path = index_path(path, i);
+            if (auto s = text(n[i], item_path)) out.emplace_back(item_path, std::move(*s));
+            else ok = false;
+        }
+        if (!ok) return std::nullopt;
+        return out;
+    }
+
+    // One of `choices`, exactly.
+    std::optional<std::string> choice(YAML::Node const& n, std::string const& path,
+                                      std::initializer_list<std::string_view> choices) {
+        auto s = string(n, path);
+        if (!s) return std::nullopt;
+        if (std::find(choices.begin(), choices.end(), *s) != choices.end()) return s;
+        std::string list;
+        for (auto c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
+        fail("invalid_value", path + " is " + in_quotes(*s) + "; expected one of: " + list);
+        return std::nullopt;
+    }
+
+    static std::string format_ms(milliseconds d) {
+        auto n = d.count();
+        if (n != 0 && n % 3'600'000 == 0) return std::to_string(n / 3'600'000) + "h";
+        if (n != 0 && n % 60'000 == 0) return std::to_string(n / 60'000) + "m";
+        if (n % 1000 == 0) return std::to_string(n / 1000) + "s";
+        return std::to_string(n) + "ms";
+    }
+
+private:
+    static std::string what(std::string const& path) { return path.empty() ? std::string("the configuration") : path; }
+
+    bool key_ok(YAML::Node const& key, std::string const& path, std::set<std::string>& seen) {
+        if (!key.IsScalar() || classify(key) == scalar_kind::other_tag || classify(key) == scalar_kind::null_) {
+            fail("wrong_type", "a key in " + what(path) + " is " + describe(key) + "; keys must be strings");
+            return false;
+        }
+        auto const& name = key.Scalar();
+        // yaml-cpp keeps both entries of a repeated key and a lookup sees the first; another reader
+        // may take the last. A configuration two readers understand differently is refused.
+        if (!seen.insert(name).second) {
+            fail("duplicate_key", child_path(path, name) + " is written twice");
+            return false;
+        }
+        return true;
+    }
+
+    fs::path base_;
+    env_lookup const& env_;
+};
+
+// ── server ────────────────────────────────────────────────────────────────────────────────────
+
+bool ip_literal(std::string const& s, std::string* canonical = nullptr) {
+    unsigned char buf[16];
+    char text[INET6_ADDRSTRLEN];
+    if (::inet_pton(AF_INET, s.c_str(), buf) == 1) {
+        if (canonical && ::inet_ntop(AF_INET, buf, text, sizeof text)) *canonical = text;
+        return true;
+    }
+    if (::inet_pton(AF_INET6, s.c_str(), buf) == 1) {
+        if (canonical && ::inet_ntop(AF_INET6, buf, text, sizeof text)) *canonical = text;
+        return true;
+    }
+    return false;
+}
+
+bool host_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+}
+
+bool is_loopback(std::string const& host) {
+    if (host == "localhost" || host == "::1") return true;
+    unsigned char buf[4];
+    return ::inet_pton(AF_INET, host.c_str(), buf) == 1 && buf[0] == 127;
+}
+
+// "HOST:PORT", with an IPv6 host in brackets.
+std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_view s) {
+    std::string host;
+    std::string_view port;
+    if (s.starts_with('[')) {
+        auto close = s.find(']');
+        if (close == std::string_view::npos || close + 1 >= s.size() || s[close + 1] != ':') return std::nullopt;
+        host = std::string(s.substr(1, close - 1));
+        unsigned char buf[16];
+        if (::inet_pton(AF_INET6, host.c_str(), buf) != 1) return std::nullopt;
+        port = s.substr(close + 2);
+    } else {
+        auto colon = s.rfind(':');
+        if (colon == std::string_view::npos || s.find(':') != colon) return std::nullopt;
+        host = std::string(s.substr(0, colon));
+        port = s.substr(colon + 1);
+        if (host.empty() || !std::all_of(host.begin(), host.end(), host_name_char)) return std::nullopt;
+    }
+    if (!all_digits(port) || port.size() > 5) return std::nullopt;
+    unsigned p = 0;
+    std::from_chars(port.data(), port.data() + port.size(), p);
+    if (p > 65535) return std::nullopt;
+    return std::pair{host, static_cast<std::uint16_t>(p)};
+}
+
+// An Origin header value: scheme://host[:port], nothing after it.
+std::optional<std::string> parse_origin(std::string_view s) {
+    auto lowered = lowercase(s);
+    std::string_view rest = lowered;
+    if (rest.starts_with("http://")) rest.remove_prefix(7);
+    else if (rest.starts_with("https://")) rest.remove_prefix(8);
+    else return std::nullopt;
+    if (rest.empty()) return std::nullopt;
+    bool ok = std::all_of(rest.begin(), rest.end(), [](char c) {
+        return host_name_char(c) || c == ':' || c == '[' || c == ']';
+    });
+    if (!ok) return std::nullopt;
+    return lowered;
+}
+
+void read_server(reader& r, YAML::Node const& n, server_config& s) {
+    std::string const p = "server";
+    if (!r.mapping(n, p, {"listen", "unix_socket", "unix_socket_mode", "threads", "header_limit", "body_limit",
+                          "read_timeout", "idle_timeout", "max_connections", "tls", "allowed_origins",
+                          "allowed_hosts", "trusted_proxies", "drain_grace"}))
+        return;
+
+    if (auto const v = n["listen"]) {
+        if (auto text = r.text(v, p + ".listen")) {
+            if (auto hp = parse_listen(*text)) {
+                s.host = hp->first;
+                s.port = hp->second;
+            } else {
+                r.fail("invalid_value", p + ".listen is " + in_quotes(*text) +
+                                            "; expected HOST:PORT, e.g. 127.0.0.1:8787 or [::1]:8787");
+            }
+        }
+    }
+    if (auto const v = n["unix_socket"]) {
+        if (n["listen"])
+            r.fail("conflicting_fields", p + " sets both listen and unix_socket; airlock listens on one of them");
+        else if (auto path = r.path(v, p + ".unix_socket"))
+            s.unix_socket = *path;
+    }
+    if (auto const v = n["unix_socket_mode"]) {
+        auto path = p + ".unix_socket_mode";
+        if (!n["unix_socket"]) {
+            r.fail("conflicting_fields", path + " applies only with server.unix_socket");
+        } else if (!v.IsScalar() || (classify(v) != scalar_kind::string && classify(v) != scalar_kind::integer)) {
+            r.fail("wrong_type", path + " must be octal permissions like \"0660\", not " + describe(v));
+        } else {
+            // Read as octal whatever the YAML type: 0660 is an integer to YAML 1.2, but everybody who
+            // writes it means chmod's 0660.
+            std::string_view digits = v.Scalar();
+            if (digits.starts_with("0o")) digits.remove_prefix(2);
+            unsigned mode = 0;
+            bool ok = !digits.empty() && digits.size() <= 4 &&
+                      std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '7'; });
+            if (ok) std::from_chars(digits.data(), digits.data() + digits.size(), mode, 8);
+            if (!ok || mode > 0777)
+                r.fail("invalid_value",
+                       path + " is " + in_quotes(v.Scalar()) + "; expected octal permissions like \"0660\"");
+            else
+                s.unix_socket_mode = mode;
+        }
+    }
+    if (auto const v = n["threads"]) {
+        if (auto t = r.count(v, p + ".threads", 1, 1024)) s.threads = static_cast<unsigned>(*t);
+    }
+    if (auto const v = n["header_limit"]) {
+        if (auto b = r.size(v, p + ".header_limit", 1024)) s.header_limit = *b;
+    }
+    if (auto const v = n["body_limit"]) {
+        if (auto b = r.size(v, p + ".body_limit", 1024)) s.body_limit = *b;
+    }
+    if (auto const v = n["read_timeout"]) {
+        if (auto d = r.duration(v, p + ".read_timeout", milliseconds(1))) s.read_timeout = *d;
+    }
+    if (auto const v = n["idle_timeout"]) {
+        if (auto d = r.duration(v, p + ".idle_timeout", milliseconds(1))) s.idle_timeout = *d;
+    }
+    if (auto const v = n["max_connections"]) {
+        if (auto c = r.count(v, p + ".max_connections", 1, 1'000'000)) s.max_connections = *c;
+    }
+    if (auto const v = n["tls"]) {
+        auto tp = p + ".tls";
+        if (r.mapping(v, tp, {"cert_file", "key_file"})) {
+            tls_files t;
+            bool ok = true;
+            for (auto [key, target] : {std::pair{"cert_file", &t.cert_file}, std::pair{"key_file", &t.key_file}}) {
+                auto kp = tp + "." + key;
+                if (auto const f = v[key]; !f) {
+                    r.fail("missing_field", kp + " is required");
+                    ok = false;
+                } else if (auto got = r.file(f, kp, max_manifest_bytes)) {
+                    *target = got->first;
+                } else {
+                    ok = false;
+                }
+            }
+            if (ok) {
+                if (readable_by_others(t.key_file))
+                    r.warn(tp + ".key_file " + show_path(t.key_file) + " can be read by group or others");
+                s.tls = std::move(t);
+            }
+        }
+    }
+    if (auto const v = n["allowed_origins"]) {
+        if (auto list = r.strings(v, p + ".allowed_origins")) {
+            for (auto const& [ip, o] : *list) {
+                if (o == "*")
+                    r.fail("invalid_value", ip + " is \"*\"; list each origin exactly (a wildcard would let any web "
+                                               "page that a user visits call airlock)");
+                else if (auto origin = parse_origin(o))
+                    s.allowed_origins.push_back(std::move(*origin));
+                else
+                    r.fail("invalid_value", ip + " is " + in_quotes(o) +
+                                                "; expected an origin like \"https://app.example.com\" "
+                                                "(scheme, host, optional port, no path)");
+            }
+        }
+    }
+    if (auto const v = n["allowed_hosts"]) {
+        if (auto list = r.strings(v, p + ".allowed_hosts")) {
+            for (auto const& [ip, h] : *list) {
+                bool ok = std::all_of(h.begin(), h.end(), [](char c) {
+                    return host_name_char(c) || c == ':' || c == '[' || c == ']';
+                });
+                if (h == "*")
+                    r.fail("invalid_value", ip + " is \"*\"; list each host exactly (a wildcard would undo the "
+                                               "DNS-rebinding protection)");
+                else if (!ok)
+                    r.fail("invalid_value", ip + " is " + in_quotes(h) +
+                                                "; expected a Host header value like \"airlock.internal\" or "
+                                                "\"airlock.internal:8443\"");
+                else
+                    s.allowed_hosts.push_back(lowercase(h));
+            }
+        }
+    }
+    if (auto const v = n["trusted_proxies"]) {
+        if (auto list = r.strings(v, p + ".trusted_proxies")) {
+            for (auto const& [ip, a] : *list) {
+                std::string canonical;
+                if (ip_literal(a, &canonical))
+                    s.trusted_proxies.push_back(canonical);
+                else
+                    r.fail("invalid_value", ip + " is " + in_quotes(a) + "; expected an IP address such as "
+                                                                          "127.0.0.1 or ::1 (not a name or a range)");
+            }
+        }
+    }
+    if (auto const v = n["drain_grace"]) {
+        if (auto d = r.duration(v, p + ".drain_grace", milliseconds(0))) s.drain_grace = *d;
+    }
+
+    if (!s.unix_socket && !s.tls && !is_loopback(s.host) && s.trusted_proxies.empty())
+        r.warn("server.listen " + s.host + ":" + std::to_string(s.port) +
+               " is not loopback and server.tls is not set: bearer tokens would cross the network in clear text");
+}
+
+// ── journal ───────────────────────────────────────────────────────────────────────────────────
+
+void read_journal(reader& r, YAML::Node const& n, store::lmdb_options& j) {
+    std::string const p = "journal";
+    if (!r.mapping(n, p, {"dir", "map_size", "durability", "sync_interval", "max_batch"})) return;
+    if (auto const v = n["dir"]) {
+        if (auto d = r.path(v, p + ".dir")) {
+            std::error_code ec;
+            if (fs::exists(*d, ec) && !fs::is_directory(*d, ec))
+                r.fail("invalid_value", p + ".dir: " + show_path(*d) + " exists and is not a directory");
+            else
+                j.directory = *d;
+        }
+    }
+    if (auto const v = n["map_size"]) {
+        if (auto s = r.size(v, p + ".map_size", std::size_t{1} << 20)) j.map_size = *s;
+    }
+    if (auto const v = n["durability"]) {
+        if (auto d = r.choice(v, p + ".durability", {"durable", "fast"}))
+            j.mode = *d == "durable" ? store::durability::durable : store::durability::fast;
+    }
+    if (auto const v = n["sync_interval"]) {
+        if (auto d = r.duration(v, p + ".sync_interval", milliseconds(1))) j.sync_interval = *d;
+        if (j.mode == store::durability::durable)
+            r.warn("journal.sync_interval has no effect with durability: durable (every append is synced)");
+    }
+    if (auto const v = n["max_batch"]) {
+        if (auto b = r.count(v, p + ".max_batch", 1, 1'000'000)) j.max_batch = *b;
+    }
+}
+
+// ── signing ───────────────────────────────────────────────────────────────────────────────────
+
+std::optional<signing_config> read_signing(reader& r, YAML::Node const& n) {
+    std::string const p = "signing";
+    if (!r.mapping(n, p, {"key_file", "kid", "lifetime", "create_if_missing"})) return std::nullopt;
+    auto before = r.problems.size();
+    signing_config s;
+    if (auto const v = n["kid"]) {
+        if (auto k = r.string(v, p + ".kid")) {
+            if (auto problem = key_id_problem(*k); !problem.empty()) r.fail("invalid_value", p + ".kid: " + problem);
+            else s.kid = *k;
+        }
+    }
+    if (auto const v = n["lifetime"]) {
+        if (auto d = r.duration(v, p + ".lifetime", milliseconds(1000))) {
+            if (d->count() % 1000 != 0)
+                r.fail("invalid_value", p + ".lifetime must be whole seconds (provenance times are in seconds)");
+            else
+                s.lifetime = std::chrono::duration_cast<std::chrono::seconds>(*d);
+        }
+    }
+    if (auto const v = n["create_if_missing"]) {
+        if (auto b = r.boolean(v, p + ".create_if_missing")) s.create_if_missing = *b;
+    }
+    auto kp = p + ".key_file";
+    auto const v = n["key_file"];
+    if (!v) {
+        r.fail("missing_field", kp + " is required (leave the signing section out to send calls unsigned)");
+        return std::nullopt;
+    }
+    auto path = r.path(v, kp);
+    if (!path) return std::nullopt;
+    s.key_file = *path;
+    std::error_code ec;
+    if (!fs::exists(*path, ec) && s.create_if_missing) {
+        if (r.problems.size() != before) return std::nullopt;
+        return s;  // created at start by create_missing_secrets
+    }
+    auto got = r.file(v, kp, max_secret_bytes);
+    if (!got) return std::nullopt;
+    auto signer = core::provenance_signer::from_pem(s.kid.empty() ? "unnamed" : s.kid, got->second);
+    if (!signer) {
+        r.fail("invalid_key", kp + ": " + show_path(*path) + " is not a PEM (PKCS#8) Ed25519 private key (" +
+                                  signer.error().message + ")");
+        return std::nullopt;
+    }
+    if (s.kid.empty()) {
+        s.kid = key_id_of(signer->public_key_raw());
+        signer = core::provenance_signer::from_pem(s.kid, got->second);
+    }
+    if (readable_by_others(*path)) r.warn(kp + " " + show_path(*path) + " can be read by group or others");
+    if (r.problems.size() != before) return std::nullopt;
+    s.signer = std::make_shared<core::provenance_signer const>(std::move(*signer));
+    return s;
+}
+
+// ── upstreams ─────────────────────────────────────────────────────────────────────────────────
+
+bool token_char(char c) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+    return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// Header names the MCP transport sets itself; a configured one could only conflict with it.
+bool reserved_header(std::string_view name) {
+    static constexpr std::string_view reserved[] = {"host", "accept", "content-type", "content-length",
+                                                    "transfer-encoding", "connection", "last-event-id"};
+    for (auto r : reserved)
+        if (iequals(name, r)) return true;
+    return name.size() >= 4 && iequals(name.substr(0, 4), "mcp-");
+}
+
+// A value given inline, or taken from airlock's environment or a file at load: `VALUE`,
+// `{env: NAME}` or `{file: PATH}`, each optionally with `prefix:` (e.g. "Bearer ").
+std::optional<std::string> read_secret_value(reader& r, YAML::Node const& n, std::string const& path) {
+    if (!n.IsMap()) return r.secret_scalar(n, path);
+    if (!r.mapping(n, path, {"env", "file", "prefix"})) return std::nullopt;
+    auto const env = n["env"];
+    auto const file = n["file"];
+    if (static_cast<bool>(env) == static_cast<bool>(file)) {
+        r.fail(env ? "conflicting_fields" : "missing_field", path + " needs exactly one of env or file");
+        return std::nullopt;
+    }
+    std::string prefix;
+    if (auto const v = n["prefix"]) {
+        auto s = r.string(v, path + ".prefix");
+        if (!s) return std::nullopt;
+        prefix = *s;
+    }
+    if (env) {
+        auto name = r.text(env, path + ".env");
+        if (!name) return std::nullopt;
+        auto value = r.getenv(*name);
+        if (!value) {
+            r.fail("env_unset", path + ".env names " + *name + ", which is not set in airlock's environment");
+            return std::nullopt;
+        }
+        return prefix + *value;
+    }
+    auto got = r.file(file, path + ".file", max_secret_bytes);
+    if (!got) return std::nullopt;
+    if (readable_by_others(got->first))
+        r.warn(path + ".file " + show_path(got->first) + " can be read by group or others");
+    // Files written by editors and `echo` end in a newline that is not part of the secret.
+    return prefix + std::string(trim(got->second));
+}
+
+bool env_name_ok(std::string const& name) {
+    return !name.empty() && name.find('=') == std::string::npos && name.find('\0') == std::string::npos;
+}
+
+// The same search the stdio transport makes when the child starts, so `airlock check` can tell.
+// Only a warning: the PATH airlock runs with under systemd need not be the one `check` sees.
+void check_executable(reader& r, mcp::stdio_options const& o, std::string const& p) {
+    std::string path_var;
+    if (auto it = o.env.find("PATH"); it != o.env.end()) path_var = it->second;
+    else path_var = r.getenv("PATH").value_or("/usr/local/bin:/usr/bin:/bin");
+    if (!found_executable(o.argv[0], path_var))
+        r.warn(p + " command " + in_quotes(o.argv[0]) + " is not an executable file" +
+               (o.argv[0].find('/') == std::string::npos ? " in PATH" : "") + " here; the upstream will not start");
+}
+
+std::vector<std::string> read_argv(reader& r, YAML::Node const& v, std::string const& p) {
+    if (!v.IsSequence() || v.size() == 0) {
+        r.fail(v.IsSequence() ? "empty_field" : "wrong_type",
+               p + " must be a non-empty sequence of strings, not " + (v.IsSequence() ? "an empty one" : describe(v)));
+        return {};
+    }
+    std::vector<std::string> argv;
+    bool ok = true;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+        auto ip = index_path(p, i);
+        auto s = i == 0 ? r.text(v[i], ip) : r.string(v[i], ip);
+        if (s) argv.push_back(*s);
+        else ok = false;
+    }
+    if (!ok) return {};
+    // A relative path with a '/' is resolved like every other path in the file; a bare name is
+    // looked up in PATH when the child starts. The egress entry must name the same thing.
+    if (argv[0].find('/') != std::string::npos) argv[0] = r.resolve(argv[0]).string();
+    return argv;
+}
+
+// `stdio: [command, args...]` is short for `stdio: {argv: [command, args...]}`.
+void read_stdio_env(reader& r, YAML::Node const& n, std::string const& p, mcp::stdio_options& o) {
+    std::map<std::string, std::string> written_at;  // variable → key path, for duplicates across env/env_from
+    auto note = [&](std::string const& name, std::string const& path) {
+        if (!env_name_ok(name)) {
+            r.fail("invalid_value", path + ": an environment variable name must be non-empty and contain no '='");
+            return false;
+        }
+        if (auto it = written_at.find(name); it != written_at.end()) {
+            r.fail("duplicate_key", path + " sets " + name + ", already set by " + it->second);
+            return false;
+        }
+        written_at.emplace(name, path);
+        return true;
+    };
+    if (auto const v = n["env"]) {
+        if (auto entries = r.entries(v, p + ".env")) {
+            for (auto const& [name, value] : *entries) {
+                auto ep = child_path(p + ".env", name);
+                if (!note(name, ep)) continue;
+                auto s = read_secret_value(r, value, ep);
+                if (!s) continue;
+                if (s->find('\0') != std::string::npos) {
+                    r.fail("invalid_value", ep + " has a value with a NUL byte");
+                    continue;
+                }
+                o.env[name] = std::move(*s);
+            }
+        }
+    }
+    if (auto const v = n["env_from"]) {
+        if (auto entries = r.entries(v, p + ".env_from")) {
+            for (auto const& [name, value] : *entries) {
+                auto ep = child_path(p + ".env_from", name);
+                if (!note(name, ep)) continue;
+                auto var = r.text(value, ep);
+                if (!var) continue;
+                auto got = r.getenv(*var);
+                if (!got) {
+                    r.fail("env_unset", ep + " copies " + *var + ", which is not set in airlock's environment");
+                    continue;
+                }
+                o.env[name] = std::move(*got);
+            }
+        }
+    }
+}
+
+void read_stdio(reader& r, YAML::Node const& n, std::string const& p, upstream_config& u) {
+    auto& o = u.stdio;
+    o.server_name = u.name;
+    // The configuration's directory, so relative arguments (a script next to the file) work
+    // wherever airlock was started from.
+    o.cwd = r.base().string();
+    if (n.IsSequence()) {
+        o.argv = read_argv(r, n, p);
+    } else if (r.mapping(n, p, {"argv", "env", "env_from", "cwd"})) {
+        if (auto const v = n["argv"]; !v) r.fail("missing_field", p + ".argv is required (the command and its arguments)");
+        else o.argv = read_argv(r, v, p + ".argv");
+        read_stdio_env(r, n, p, o);
+        if (auto const v = n["cwd"]) {
+            if (auto d = r.path(v, p + ".cwd")) {
+                std::error_code ec;
+                if (!fs::is_directory(*d, ec)) r.fail("file_missing", p + ".cwd: " + show_path(*d) + " is not a directory");
+                else o.cwd = d->string();
+            }
+        }
+    }
+    if (o.argv.empty()) return;
+    u.destination = core::process_destination{o.argv[0]};
+    check_executable(r, o, p);
+}
+
+void read_http(reader& r, YAML::Node const& n, std::string const& p, upstream_config& u) {
+    auto& o = u.http;
+    o.server_name = u.name;
+    auto up = p + ".url";
+    auto url = r.text(n["url"], up);
+    if (url) {
+        auto e = mcp::parse_http_url(*url);
+        if (!e) {
+            r.fail("invalid_url", up + ": " + e.error().message);
+        } else {
+            o.url = *url;
+            u.destination = core::remote_destination{e->scheme, lowercase(e->host), e->port};
+        }
+    }
+    if (auto const v = n["headers"]) {
+        auto hp = p + ".headers";
+        if (auto entries = r.entries(v, hp)) {
+            for (auto const& [name, value] : *entries) {
+                auto ep = child_path(hp, name);
+                if (name.empty() || !std::all_of(name.begin(), name.end(), token_char)) {
+                    r.fail("invalid_value", ep + ": " + in_quotes(name) + " is not an HTTP header name");
+                    continue;
+                }
+                if (reserved_header(name)) {
+                    r.fail("invalid_value", ep + " is set by the MCP transport itself and cannot be configured");
+                    continue;
+                }
+                auto same = std::find_if(o.headers.begin(), o.headers.end(),
+                                         [&](auto const& h) { return iequals(h.first, name); });
+                if (same != o.headers.end()) {
+                    r.fail("duplicate_key", ep + " repeats header " + same->first + " (header names ignore case)");
+                    continue;
+                }
+                auto s = read_secret_value(r, value, ep);
+                if (!s) continue;
+                // The value is a credential: say which header is wrong, never what it holds.
+                if (s->find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+                    r.fail("invalid_value", ep + " has a value with a line break or NUL byte");
+                    continue;
+                }
+                o.headers.emplace_back(name, std::move(*s));
+            }
+        }
+    }
+    if (auto const v = n["tls"]) {
+        auto tp = p + ".tls";
+        if (r.mapping(v, tp, {"verify", "ca_file"})) {
+            if (url && !lowercase(*url).starts_with("https:"))
+                r.fail("conflicting_fields", tp + " applies only to an https:// url");
+            if (auto const b = v["verify"]) {
+                if (auto verify = r.boolean(b, tp + ".verify")) {
+                    o.verify_peer = *verify;
+                    if (!*verify)
+                        r.warn(tp + ".verify is false: anyone on the path to " + u.name +
+                               " can read its calls and answer them");
+                }
+            }
+            if (auto const c = v["ca_file"]) {
+                if (auto got = r.file(c, tp + ".ca_file", max_manifest_bytes)) o.ca_file = got->first.string();
+            }
+        }
+    }
+}
+
+std::optional<upstream_config> read_upstream(reader& r, YAML::Node const& n, std::string const& p) {
+    if (!r.mapping(n, p, {"name", "stdio", "url", "headers", "tls", "prefix", "deadline", "optional"}))
+        return std::nullopt;
+    auto before = r.problems.size();
+    upstream_config u;
+    if (auto const v = n["name"]; !v) {
+        r.fail("missing_field", p + ".name is required");
+    } else if (auto name = r.string(v, p + ".name")) {
+        if (auto problem = core::tool_id_component_problem(*name, p + ".name"); !problem.empty())
+            r.fail("invalid_name", problem + " (it becomes the server part of tool://server/name)");
+        else
+            u.name = *name;
+    }
+    bool has_stdio = static_cast<bool>(n["stdio"]);
+    bool has_url = static_cast<bool>(n["url"]);
+    if (has_stdio && has_url) {
+        r.fail("conflicting_fields", p + " sets both stdio and url; an upstream is either a child process or an "
+                                         "HTTP endpoint");
+    } else if (!has_stdio && !has_url) {
+        r.fail("missing_field", p + " needs stdio (a command to run) or url (an MCP endpoint)");
+    } else if (has_stdio) {
+        u.kind = upstream_kind::stdio;
+        for (auto key : {"headers", "tls"})
+            if (n[key]) r.fail("conflicting_fields", p + "." + key + " applies only to url upstreams");
+        read_stdio(r, n["stdio"], p + ".stdio", u);
+    } else {
+        u.kind = upstream_kind::http;
+        read_http(r, n, p, u);
+    }
+    if (auto const v = n["prefix"]) {
+        if (auto s = r.choice(v, p + ".prefix", {"server", "none"}))
+            u.prefix = *s == "server" ? tool_prefix::server : tool_prefix::none;
+    }
+    if (auto const v = n["deadline"]) {
+        if (auto d = r.duration(v, p + ".deadline", milliseconds(1))) u.deadline = *d;
+    }
+    if (auto const v = n["optional"]) {
+        if (auto b = r.boolean(v, p + ".optional")) u.optional = *b;
+    }
+    if (r.problems.size() != before) return std::nullopt;
+    return u;
+}
+
+// ── egress ────────────────────────────────────────────────────────────────────────────────────
+
+constexpr std::string_view egress_forms = "expected local, process: ARGV0, or http(s)://host[:port]";
+
+// "http(s)://host[:port]" with nothing after the authority but an optional "/".
+std::optional<core::remote_destination> parse_remote(reader& r, std::string const& s, std::string const& path) {
+    auto sep = s.find("://");
+    auto scheme = lowercase(std::string_view(s).substr(0, sep));
+    if (scheme != "http" && scheme != "https") {
+        r.fail("invalid_destination", path + " is " + in_quotes(s) + "; the scheme must be http or https");
+        return std::nullopt;
+    }
+    std::string_view rest = std::string_view(s).substr(sep + 3);
+    if (rest.ends_with('/')) rest.remove_suffix(1);
+    if (rest.find_first_of("/?#") != std::string_view::npos) {
+        r.fail("invalid_destination",
+               path + " is " + in_quotes(s) + "; an egress entry names a host and port, not a path");
+        return std::nullopt;
+    }
+    if (rest.find('@') != std::string_view::npos) {
+        r.fail("invalid_destination", path + " carries user information; an egress entry names a host and port only");
+        return std::nullopt;
+    }
+    core::remote_destination d{scheme, "", static_cast<std::uint16_t>(scheme == "https" ? 443 : 80)};
+    std::string_view port;
+    bool has_port = false;
+    if (rest.starts_with('[')) {
+        auto close = rest.find(']');
+        if (close == std::string_view::npos) {
+            r.fail("invalid_destination", path + " is " + in_quotes(s) + "; an IPv6 host needs its closing ']'");
+            return std::nullopt;
+        }
+        d.host = std::string(rest.substr(1, close - 1));
+        auto after = rest.substr(close + 1);
+        if (!after.empty()) {
+            if (!after.starts_with(':')) {
+                r.fail("invalid_destination", path + " is " + in_quotes(s) + "; expected ':' and a port after ']'");
+                return std::nullopt;
+            }
+            port = after.substr(1);
+            has_port = true;
+        }
+    } else {
+        auto colon = rest.find(':');
+        if (colon != std::string_view::npos && rest.find(':', colon + 1) != std::string_view::npos) {
+            r.fail("invalid_destination", path + " is " + in_quotes(s) + "; write an IPv6 host in brackets");
+            return std::nullopt;
+        }
+        d.host = std::string(rest.substr(0, colon));
+        if (colon != std::string_view::npos) {
+            port = rest.substr(colon + 1);
+            has_port = true;
+        }
+    }
+    if (has_port) {
+        unsigned p = 0;
+        if (all_digits(port) && port.size() <= 5) std::from_chars(port.data(), port.data() + port.size(), p);
+        if (p == 0 || p > 65535) {
+            r.fail("invalid_destination", path + " is " + in_quotes(s) + "; the port must be a number from 1 to 65535");
+            return std::nullopt;
+        }
+        d.port = static_cast<std::uint16_t>(p);
+    }
+    d.host = lowercase(d.host);
+    return d;
+}
+
+void read_egress(reader& r, YAML::Node const& n, core::egress_allowlist& allow) {
+    std::string const p = "egress";
+    if (!n.IsSequence()) {
+        r.fail("wrong_type", p + " must be a sequence, not " + describe(n));
+        return;
+    }
+    for (std::size_t i = 0; i < n.size(); ++i) {
+        auto ip = index_path(p, i);
+        auto const item = n[i];
+        std::optional<core::destination> d;
+        if (item.IsMap()) {
+            if (!r.mapping(item, ip, {"process"})) continue;
+            auto const v = item["process"];
+            if (!v) {
+                r.fail("missing_field", ip + " must be local, {process: ARGV0} or a URL");
+                continue;
+            }
+            auto argv0 = r.string(v, ip + ".process");
+            if (!argv0) continue;
+            d = core::process_destination{argv0->find('/') != std::string::npos ? r.resolve(*argv0).string() : *argv0};
+        } else if (item.IsScalar() && classify(item) == scalar_kind::string) {
+            auto const& s = item.Scalar();
+            if (s == "local") {
+                d = core::local_destination{};
+            } else if (s.starts_with("process:")) {
+                std::string argv0(trim(std::string_view(s).substr(8)));
+                d = core::process_destination{argv0.find('/') != std::string::npos ? r.resolve(argv0).string() : argv0};
+            } else if (s.find("://") != std::string::npos) {
+                if (auto remote = parse_remote(r, s, ip)) d = *remote;
+                else continue;
+            } else {
+                r.fail("invalid_destination", ip + " is " + in_quotes(s) + "; " + std::string(egress_forms));
+                continue;
+            }
+        } else {
+            r.fail("wrong_type", ip + " is " + describe(item) + "; " + std::string(egress_forms));
+            continue;
+        }
+        if (auto added = allow.add(std::move(*d)); !added) r.fail(added.error().code, ip + ": " + added.error().message);
+    }
+}
+
+// ── principals ────────────────────────────────────────────────────────────────────────────────
+
+bool principal_name_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-' || c == '@';
+}
+
+// Whether `token` can be a bearer token; the reason when not. Never quotes the token.
+std::string token_problem(std::string_view token) {
+    if (token.empty()) return "the token is empty";
+    if (!std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; }))
+        return "the token contains spaces, control or non-ASCII characters, which an Authorization header cannot carry";
+    if (token.size() < min_token_length)
+        return "the token is shorter than " + std::to_string(min_token_length) +
+               " characters (make one with: openssl rand -hex 32)";
+    return {};
+}
+
+std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, std::string const& p) {
+    if (!r.mapping(n, p, {"name", "token_file", "token_env", "create_if_missing", "manifest", "trusted"}))
+        return std::nullopt;
+    auto before = r.problems.size();
+    principal_config pc;
+    if (auto const v = n["name"]; !v) {
+        r.fail("missing_field", p + ".name is required");
+    } else if (auto name = r.text(v, p + ".name")) {
+        if (!std::all_of(name->begin(), name->end(), principal_name_char))
+            r.fail("invalid_name", p + ".name is " + in_quotes(*name) +
+                                       "; use ASCII letters, digits and '_', '.', '-', '@'");
+        else
+            pc.name = *name;
+    }
+    if (auto const v = n["create_if_missing"]) {
+        if (auto b = r.boolean(v, p + ".create_if_missing")) pc.create_if_missing = *b;
+    }
+    auto const file = n["token_file"];
+    auto const env = n["token_env"];
+    if (file && env) {
+        r.fail("conflicting_fields", p + " sets both token_file and token_env; give the token one way");
+    } else if (!file && !env) {
+        r.fail("missing_field", p + " needs token_file or token_env (the token itself is never written in the "
+                                    "configuration)");
+    } else if (file) {
+        auto fp = p + ".token_file";
+        if (auto path = r.path(file, fp)) {
+            pc.token_file = *path;
+            std::error_code ec;
+            if (!(pc.create_if_missing && !fs::exists(*path, ec))) {
+                if (auto got = r.file(file, fp, max_secret_bytes)) {
+                    pc.token = std::string(trim(got->second));
+                    if (auto problem = token_problem(pc.token); !problem.empty())
+                        r.fail("invalid_token", fp + ": " + show_path(*path) + ": " + problem);
+                    else if (readable_by_others(*path))
+                        r.warn(fp + " " + show_path(*path) + " can be read by group or others");
+                }
+            }
+        }
+    } else {
+        auto ep = p + ".token_env";
+        if (auto var = r.text(env, ep)) {
+            pc.token_env = *var;
+            if (pc.create_if_missing) r.fail("conflicting_fields", p + ".create_if_missing applies only to token_file");
+            if (auto value = r.getenv(*var); !value) {
+                r.fail("env_unset", ep + " names " + *var + ", which is not set in airlock's environment");
+            } else {
+                pc.token = std::string(trim(*value));
+                if (auto problem = token_problem(pc.token); !problem.empty())
+                    r.fail("invalid_token", ep + " (" + *var + "): " + problem);
+            }
+        }
+    }
+    if (auto const v = n["manifest"]; !v) {
+        r.fail("missing_field", p + ".manifest is required (it grants the tools this principal may use)");
+    } else if (auto got = r.file(v, p + ".manifest", max_manifest_bytes)) {
+        pc.manifest_file = got->first;
+        auto where = p + ".manifest (" + got->first.string() + "): ";
+        auto problems = core::manifest_problems(got->second);
+        for (auto& e : problems) r.fail(e.code, where + e.message);
+        if (problems.empty()) {
+            if (auto m = core::parse_manifest(got->second)) pc.manifest = std::move(*m);
+            else r.fail(m.error().code, where + m.error().message);
+        }
+    }
+    if (auto const v = n["trusted"]) {
+        if (auto b = r.boolean(v, p + ".trusted")) pc.trusted = *b;
+    }
+    if (r.problems.size() != before) return std::nullopt;
+    return pc;
+}
+
+// ── the file ──────────────────────────────────────────────────────────────────────────────────
+
+template <class T, class Read>
+void read_list(reader& r, YAML::Node const& n, std::string const& p, std::vector<T>& out,
+               std::vector<std::size_t>& written_at, Read read) {
+    if (!n.IsSequence()) {
+        r.fail("wrong_type", p + " must be a sequence, not " + describe(n));
+        return;
+    }
+    for (std::size_t i = 0; i < n.size(); ++i) {
+        auto ip = index_path(p, i);
+        if (auto item = read(r, n[i], ip)) {
+            auto same = std::find_if(out.begin(), out.end(), [&](T const& x) { return x.name == item->name; });
+            if (same != out.end()) {
+                r.fail("duplicate_name", ip + ".name " + in_quotes(item->name) + " is already used by " +
+                                             index_path(p, written_at[static_cast<std::size_t>(same - out.begin())]));
+                continue;
+            }
+            out.push_back(std::move(*item));
+            written_at.push_back(i);
+        }
+    }
+}
+
+struct loaded {
+    config c;
+    std::vector<core::error> problems;
+};
+
+loaded load(fs::path const& file, env_lookup const& env) {
+    loaded out;
+    auto& c = out.c;
+    std::error_code ec;
+    auto absolute = fs::absolute(file, ec);
+    c.source = (ec ? file : absolute).lexically_normal();
+    c.base_dir = c.source.parent_path();
+    c.journal.directory = c.base_dir / "var" / "journal";
+
+    auto got = read_text_file(c.source, max_config_bytes);
+    if (!got.text) {
+        out.problems.push_back(core::make_error(got.problem_code, show_path(c.source) + " " + got.problem));
+        return out;
+    }
+    std::vector<YAML::Node> docs;
+    try {
+        docs = YAML::LoadAll(*got.text);
+    } catch (YAML::Exception const& e) {
+        out.problems.push_back(core::make_error(
+            "invalid_yaml", "line " + std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) +
+                                ": " + e.msg));
+        return out;
+    }
+    if (docs.size() > 1) {
+        out.problems.push_back(core::make_error("invalid_yaml", "the configuration must be one YAML document, not " +
+                                                                    std::to_string(docs.size())));
+        return out;
+    }
+    YAML::Node root = docs.empty() ? YAML::Node(YAML::NodeType::Map) : docs.front();
+    if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);  // an empty file means every default
+    // Looked up through a const reference only: yaml-cpp's non-const operator[] inserts the key.
+    YAML::Node const& doc = root;
+
+    // A section written with nothing under it (every entry commented out) means its defaults.
+    auto section = [](YAML::Node const& d, char const* key) {
+        auto const v = d[key];
+        return v && !v.IsNull() ? v : YAML::Node(YAML::NodeType::Undefined);
+    };
+    reader r(c.base_dir, env);
+    if (r.mapping(doc, "", {"server", "journal", "signing", "upstreams", "egress", "principals", "logging", "runs"})) {
+        if (auto const v = section(doc, "server")) read_server(r, v, c.server);
+        if (auto const v = section(doc, "journal")) read_journal(r, v, c.journal);
+        if (auto const v = section(doc, "signing")) c.signing = read_signing(r, v);
+        if (auto const v = section(doc, "upstreams")) {
+            std::vector<std::size_t> at;
+            read_list(r, v, "upstreams", c.upstreams, at, read_upstream);
+        }
+        if (auto const v = section(doc, "egress")) read_egress(r, v, c.egress);
+        std::vector<std::size_t> principal_at;
+        if (auto const v = section(doc, "principals"))
+            read_list(r, v, "principals", c.principals, principal_at, read_principal);
+        if (auto const v = section(doc, "logging")) {
+            if (r.mapping(v, "logging", {"level", "format"})) {
+                if (auto const l = v["level"]) {
+                    if (auto s = r.choice(l, "logging.level", {"trace", "debug", "info", "warn", "error"})) {
+                        for (auto level : {log_level::trace, log_level::debug, log_level::info, log_level::warn,
+                                           log_level::error})
+                            if (to_string(level) == *s) c.logging.level = level;
+                    }
+                }
+                if (auto const f = v["format"]) {
+                    if (auto s = r.choice(f, "logging.format", {"json", "text"}))
+                        c.logging.format = *s == "json" ? log_format::json : log_format::text;
+                }
+            }
+        }
+        if (auto const v = section(doc, "runs")) {
+            if (r.mapping(v, "runs", {"max_concurrent_runs"})) {
+                if (auto const m = v["max_concurrent_runs"]) {
+                    if (auto n = r.count(m, "runs.max_concurrent_runs", 1, 1'000'000)) c.runs.max_concurrent_runs = *n;
+                }
+            }
+        }
+
+        // Tokens are compared once all are read: two principals behind one token could not be told
+        // apart, and the second would silently act with the first one's grants (or the reverse).
+        for (std::size_t i = 0; i < c.principals.size(); ++i) {
+            for (std::size_t k = 0; k < i; ++k) {
+                auto const& a = c.principals[k];
+                auto const& b = c.principals[i];
+                if (!a.token.empty() && a.token == b.token) {
+                    r.fail("duplicate_token", "principals[" + std::to_string(principal_at[i]) + "] (" + b.name +
+                                                  ") has the same token as principals[" +
+                                                  std::to_string(principal_at[k]) + "] (" + a.name +
+                                                  "); each principal needs its own");
+                    break;
+                }
+            }
+        }
+
+        for (auto const& u : c.upstreams) {
+            if (!c.egress.permits(u.destination))
+                r.warn("upstream " + u.name + ": its destination " + core::to_string(u.destination) +
+                       " is not in egress, so every call to it will be refused (add it to egress to allow it)");
+        }
+        for (auto const& pc : c.principals) {
+            for (auto const& g : pc.manifest.tools) {
+                bool served = std::any_of(c.upstreams.begin(), c.upstreams.end(),
+                                          [&](auto const& u) { return u.name == g.ref.server(); });
+                if (!served)
+                    r.warn("principal " + pc.name + " is granted " + g.ref.uri() + ", but no upstream is named " +
+                           g.ref.server());
+            }
+        }
+    }
+    out.problems = std::move(r.problems);
+    c.warnings = std::move(r.warnings);
+    return out;
+}
+
+// ── creating missing secrets ──────────────────────────────────────────────────────────────────
+
+// Writes a new file with `mode`; refuses to replace one that appeared meanwhile.
+core::result<void> write_new_file(fs::path const& p, std::string_view contents, mode_t mode, std::string const& what) {
+    std::error_code ec;
+    if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
+    if (ec)
+        return core::make_error("file_unwritable",
+                                what + ": cannot create " + show_path(p.parent_path()) + " (" + ec.message() + ")");
+    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0)
+        return core::make_error("file_unwritable",
+                                what + ": cannot create " + show_path(p) + " (" + std::strerror(errno) + ")");
+    std::size_t done = 0;
+    while (done < contents.size()) {
+        auto n = ::write(fd, contents.data() + done, contents.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            auto err = std::string(std::strerror(errno));
+            ::close(fd);
+            ::unlink(p.c_str());
+            return core::make_error("file_unwritable", what + ": cannot write " + show_path(p) + " (" + err + ")");
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    // A key that vanishes in a crash after airlock signed with it would leave signatures nobody can
+    // check; the fsync makes "created" mean "on disk".
+    bool synced = ::fsync(fd) == 0;
+    ::close(fd);
+    if (!synced) return core::make_error("file_unwritable", what + ": cannot sync " + show_path(p));
+    return {};
+}
+
+core::result<std::string> new_ed25519_pem() {
+    EVP_PKEY* key = EVP_PKEY_Q_keygen(nullptr, nullptr, "ED25519");
+    if (!key) return core::make_error("keygen_failed", "OpenSSL could not generate an Ed25519 key");
+    BIO* bio = BIO_new(BIO_s_mem());
+    bool ok = bio && PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+    std::string pem;
+    if (ok) {
+        char* data = nullptr;
+        long len = BIO_get_mem_data(bio, &data);
+        pem.assign(data, static_cast<std::size_t>(len));
+    }
+    BIO_free(bio);
+    EVP_PKEY_free(key);
+    if (!ok) return core::make_error("keygen_failed", "OpenSSL could not write the Ed25519 key as PEM");
+    return pem;
+}
+
+}  // namespace
+
+core::result<config> load_config(fs::path const& file, env_lookup const& env) {
+    auto l = load(file, env);
+    if (!l.problems.empty()) return l.problems.front();
+    return std::move(l.c);
+}
+
+std::vector<core::error> config_problems(fs::path const& file, env_lookup const& env) {
+    return load(file, env).problems;
+}
+
+std::ostream& operator<<(std::ostream& os, config const& c) { return os << summary(c); }
+
+fs::path public_key_path(fs::path const& key_file) {
+    auto pub = key_file;
+    pub.replace_extension(".pub");
+    return pub;
+}
+
+core::result<void> create_missing_secrets(config& c) {
+    if (c.signing && !c.signing->signer && c.signing->create_if_missing) {
+        auto& s = *c.signing;
+        auto pem = new_ed25519_pem();
+        if (!pem) return pem.error();
+        if (auto w = write_new_file(s.key_file, *pem, 0600, "signing.key_file"); !w) return w.error();
+        auto signer = core::provenance_signer::from_pem(s.kid.empty() ? "unnamed" : s.kid, *pem);
+        if (!signer) return signer.error();
+        if (s.kid.empty()) {
+            s.kid = key_id_of(signer->public_key_raw());
+            signer = core::provenance_signer::from_pem(s.kid, *pem);
+            if (!signer) return signer.error();
+        }
+        // Beside it, the public key the way `airlock keygen` names it, for upstreams that verify.
+        auto pub = public_key_path(s.key_file);
+        std::error_code ec;
+        if (!fs::exists(pub, ec)) {
+            if (auto w = write_new_file(pub, signer->public_key_pem(), 0644, "signing public key"); !w)
+                return w.error();
+        }
+        s.signer = std::make_shared<core::provenance_signer const>(std::move(*signer));
+    }
+    for (auto& p : c.principals) {
+        if (!p.token.empty() || !p.create_if_missing || !p.token_file) continue;
+        unsigned char bytes[32];
+        if (RAND_bytes(bytes, sizeof bytes) != 1)
+            return core::make_error("keygen_failed", "OpenSSL could not produce random bytes for a token");
+        auto token = core::to_hex(bytes, sizeof bytes);
+        if (auto w = write_new_file(*p.token_file, token + "\n", 0600, "principal " + p.name + " token_file"); !w)
+            return w.error();
+        p.token = std::move(token);
+    }
+    return {};
+}
+
+std::string summary(config const& c) {
+    std::ostringstream o;
+    auto size_text = [](std::size_t n) {
+        static constexpr std::pair<std::size_t, std::string_view> units[] = {
+            {std::size_t{1} << 40, "TiB"}, {std::size_t{1} << 30, "GiB"}, {std::size_t{1} << 20, "MiB"}, {1024, "KiB"}};
+        for (auto const& [scale, name] : units)
+            if (n >= scale && n % scale == 0) return std::to_string(n / scale) + " " + std::string(name);
+        return std::to_string(n) + " B";
+    };
+    auto const& s = c.server;
+    o << "config      " << c.source.string() << "\n";
+    if (s.unix_socket) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", s.unix_socket_mode);
+        o << "listen      unix:" << s.unix_socket->string() << " (mode " << mode << ")";
+    } else {
+        bool v6 = s.host.find(':') != std::string::npos;
+        o << "listen      " << (s.tls ? "https://" : "http://") << (v6 ? "[" + s.host + "]" : s.host) << ":" << s.port;
+    }
+    o << " (" << (s.tls ? "TLS, " : "") << "threads: " << (s.threads ? std::to_string(s.threads) : "one per core")
+      << ", max connections: " << s.max_connections << ")\n";
+    o << "journal     " << c.journal.directory.string() << " ("
+      << (c.journal.mode == store::durability::durable ? "durable" : "fast") << ", up to "
+      << size_text(c.journal.map_size) << ")\n";
+    if (!c.signing) {
+        o << "signing     off: calls are sent unsigned\n";
+    } else if (!c.signing->signer) {
+        o << "signing     key " << c.signing->key_file.string() << " (created at first start), lifetime "
+          << reader::format_ms(c.signing->lifetime) << "\n";
+    } else {
+        o << "signing     key " << c.signing->kid << " from " << c.signing->key_file.string() << ", lifetime "
+          << reader::format_ms(c.signing->lifetime) << "\n";
+    }
+    o << "upstreams   " << c.upstreams.size() << "\n";
+    for (auto const& u : c.upstreams) {
+        o << "  " << u.name << "  " << to_string(u.kind) << "  ";
+        if (u.kind == upstream_kind::stdio) {
+            // argv[0] only: arguments sometimes carry a credential someone put there anyway.
+            o << (u.stdio.argv.empty() ? std::string("?") : u.stdio.argv.front());
+            if (u.stdio.argv.size() > 1) o << " (+" << u.stdio.argv.size() - 1 << " args)";
+            if (!u.stdio.env.empty()) o << ", env: " << u.stdio.env.size() << " set";
+        } else {
+            o << core::to_string(u.destination);
+            if (!u.http.headers.empty()) o << ", headers: " << u.http.headers.size() << " set";
+        }
+        o << ", prefix " << to_string(u.prefix) << (u.optional ? ", optional" : "")
+          << (c.egress.permits(u.destination) ? ", egress allowed" : ", egress NOT allowed") << "\n";
+    }
+    o << "egress      " << c.egress.entries().size() << (c.egress.entries().empty() ? " (nothing may be called)" : "")
+      << "\n";
+    for (auto const& d : c.egress.entries()) o << "  " << core::to_string(d) << "\n";
+    o << "principals  " << c.principals.size() << "\n";
+    for (auto const& p : c.principals) {
+        o << "  " << p.name << "  " << p.manifest.tools.size() << " tools granted by " << p.manifest.name << " "
+          << p.manifest.version << " (" << p.manifest_file.string() << "), token from ";
+        if (p.token_file) o << p.token_file->string() << (p.token.empty() ? " (created at first start)" : "");
+        else o << "$" << p.token_env.value_or("?");
+        o << (p.trusted ? ", trusted" : ", untrusted") << "\n";
+    }
+    o << "logging     " << to_string(c.logging.level) << ", " << to_string(c.logging.format) << "\n";
+    o << "runs        at most " << c.runs.max_concurrent_runs << " at once\n";
+    if (!c.warnings.empty()) {
+        o << "warnings    " << c.warnings.size() << "\n";
+        for (auto const& w : c.warnings) o << "  " << w << "\n";
+    }
+    return o.str();
+}
+
+}  // namespace airlock::service

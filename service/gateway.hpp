@@ -1,0 +1,116 @@
+#pragma once
+// The MCP tool gateway: one governed endpoint over many upstream MCP servers. Every call is resolved
+// among the caller's grants, checked by the policy gates, journaled before it leaves, signed, routed,
+// and its outcome journaled; every listing shows only what the caller is granted.
+
+#include "core/journal.hpp"
+#include "core/manifest.hpp"
+#include "core/pins.hpp"
+#include "core/policy.hpp"
+#include "core/provenance.hpp"
+#include "core/run_id.hpp"
+#include "mcp/client.hpp"
+#include "mcp/server.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace airlock::service {
+
+struct gateway_upstream {
+    std::string name;                          // the server part of tool://server/name
+    std::shared_ptr<mcp::mcp_client> client;
+    bool prefixed = true;                      // false ("prefix: none"): tools keep their upstream names
+};
+
+struct gateway_principal {
+    std::string name;
+    core::manifest grants;  // the gateway manifest: tool grants, ceilings, protected fields
+    bool trusted = false;   // arguments from a trusted principal carry a trusted label
+};
+
+struct gateway_options {
+    boost::asio::any_io_executor executor;  // for work nobody awaits (sealing ended sessions' runs)
+    std::vector<gateway_upstream> upstreams;
+    core::egress_allowlist egress;
+    std::vector<gateway_principal> principals;
+    std::shared_ptr<core::journal_store> journal;
+    std::shared_ptr<core::pin_store> pins;
+    std::shared_ptr<core::provenance_signer const> signer;  // absent: calls carry an unsigned block
+    std::chrono::seconds provenance_lifetime{300};
+    std::chrono::milliseconds call_deadline{60'000};
+    std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
+    std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG; RAND_bytes when empty
+    mcp::implementation server_info{"airlock", "0", std::nullopt, std::nullopt};
+};
+
+// The text every refusal carries to the caller: it must not teach how to get around the policy.
+inline constexpr std::string_view not_permitted_text = "not permitted";
+
+class gateway final : public mcp::server_backend, public std::enable_shared_from_this<gateway> {
+public:
+    // Refuses two upstreams exposing the same unprefixed name only when it happens (at listing).
+    static core::result<std::shared_ptr<gateway>> make(gateway_options options);
+
+    mcp::implementation server_info() const override;
+    boost::json::object server_capabilities(std::string const& principal) const override;
+    boost::asio::awaitable<mcp::handler_result> async_handle(mcp::request req, mcp::request_context& ctx) override;
+    boost::asio::awaitable<void> async_notification(mcp::notification n, mcp::request_context& ctx) override;
+    void session_closed(std::string const& session_id) override;
+    std::uint64_t add_listener(std::string const& principal, notification_sink sink) override;
+    void remove_listener(std::uint64_t id) override;
+
+    // The exposed tool list of a principal (what tools/list returns, unpaginated).
+    boost::asio::awaitable<std::vector<boost::json::object>> async_tools_for(std::string principal);
+
+    // The journal run of a session or principal, if one was admitted.
+    std::optional<std::string> run_of(std::string const& session_id, std::string const& principal) const;
+
+private:
+    explicit gateway(gateway_options options);
+
+    struct catalogue_entry {
+        core::tool_id id;
+        std::string exposed_name;  // wire name, or the upstream's own name when unprefixed
+        mcp::tool spec;
+        bool withheld = false;     // its definition changed since it was pinned
+    };
+    struct catalogue {
+        std::vector<catalogue_entry> entries;
+        bool fresh = false;
+        std::chrono::steady_clock::time_point retry_after{};
+    };
+
+    gateway_principal const* principal(std::string const& name) const;
+    gateway_upstream const* upstream(std::string const& name) const;
+    boost::asio::awaitable<std::vector<catalogue_entry>> async_catalogue(gateway_upstream const& up);
+    boost::asio::awaitable<std::optional<catalogue_entry>> async_resolve(gateway_principal const& p, std::string const& name);
+    boost::asio::awaitable<mcp::handler_result> async_list(mcp::request const& req, mcp::request_context& ctx);
+    boost::asio::awaitable<mcp::handler_result> async_call(mcp::request const& req, mcp::request_context& ctx);
+    boost::asio::awaitable<core::result<std::string>> async_run_for(mcp::request_context const& ctx,
+                                                                    gateway_principal const& p);
+    boost::asio::awaitable<void> async_journal(std::string run, core::new_record rec);
+    void upstream_list_changed(std::string const& server);
+    std::string nonce();
+
+    gateway_options options_;
+    mutable std::mutex mutex_;
+    std::map<std::string, catalogue> catalogues_;  // by upstream name
+    std::map<std::string, std::string> runs_;      // session key → run id
+    std::map<std::string, std::uint32_t> steps_;   // run id → effects started
+    std::map<std::uint64_t, std::pair<std::string, notification_sink>> listeners_;
+    std::uint64_t next_listener_ = 0;
+    core::run_id_generator ids_;
+};
+
+// SHA-256 of the canonical {name, description, inputSchema} of a tool: what a pin covers.
+std::string tool_definition_digest(mcp::tool const& t);
+
+}  // namespace airlock::service

@@ -1,0 +1,796 @@
+#include "service/config.hpp"
+
+#include "service/http_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+using namespace airlock;
+using namespace airlock::service;
+using airlock::testing::temp_dir;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view grants_yaml = R"yaml(apiVersion: airlock/v1
+kind: Agent
+metadata: { name: alice-grants, version: "1" }
+spec:
+  tools:
+    - ref: tool://ledger/read
+      mutates: false
+    - ref: tool://ledger/post
+  budgets: {}
+)yaml";
+
+constexpr std::string_view alice_token = "alice-0123456789abcdef-SECRET";
+constexpr std::string_view bob_token = "bob-fedcba9876543210-SECRET";
+
+// A directory holding one configuration file and the files it names.
+struct workspace {
+    temp_dir dir{"airlock-config-test"};
+
+    fs::path write(std::string const& name, std::string_view text) const {
+        auto p = dir.path() / name;
+        fs::create_directories(p.parent_path());
+        std::ofstream(p, std::ios::binary) << text;
+        fs::permissions(p, fs::perms::owner_read | fs::perms::owner_write);
+        return p;
+    }
+    fs::path config(std::string_view text) const { return write("airlock.yaml", text); }
+    // The usual supporting files: a grants manifest and two token files.
+    void standard_files() const {
+        write("grants/alice.yaml", grants_yaml);
+        write("secrets/alice.token", std::string(alice_token) + "\n");
+        write("secrets/bob.token", std::string(bob_token) + "\n");
+    }
+};
+
+env_lookup test_env(std::map<std::string, std::string> extra = {}) {
+    if (char const* path = std::getenv("PATH")) extra.emplace("PATH", path);
+    return environment_from(std::move(extra));
+}
+
+// The first problem's message, or "" when the file loads.
+std::string first_problem(fs::path const& file, env_lookup const& env = test_env()) {
+    auto c = load_config(file, env);
+    return c ? std::string() : c.error().message;
+}
+
+std::string first_code(fs::path const& file, env_lookup const& env = test_env()) {
+    auto c = load_config(file, env);
+    return c ? std::string() : c.error().code;
+}
+
+std::string all_messages(std::vector<core::error> const& problems) {
+    std::string out;
+    for (auto const& e : problems) out += e.code + ": " + e.message + "\n";
+    return out;
+}
+
+constexpr std::string_view one_upstream = R"yaml(
+upstreams:
+  - name: ledger
+    stdio: { argv: [node, ledger.js] }
+)yaml";
+
+}  // namespace
+
+// ── defaults ─────────────────────────────────────────────────────────────────────────────────
+
+TEST_CASE("an empty mapping is a valid configuration with safe defaults") {
+    workspace w;
+    auto c = load_config(w.config("{}\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->server.host == "127.0.0.1");
+    CHECK(c->server.port == 8787);
+    CHECK_FALSE(c->server.unix_socket);
+    CHECK_FALSE(c->server.tls);
+    CHECK(c->server.header_limit == 16 * 1024);
+    CHECK(c->server.body_limit == 4 * 1024 * 1024);
+    CHECK(c->upstreams.empty());
+    CHECK(c->principals.empty());
+    CHECK(c->egress.entries().empty());
+    CHECK_FALSE(c->signing);
+    CHECK(c->journal.directory == w.dir.path() / "var" / "journal");
+    CHECK(c->journal.mode == store::durability::durable);
+    CHECK(c->journal.map_size == std::size_t{1} << 30);
+    CHECK(c->logging.level == log_level::info);
+    CHECK(c->logging.format == log_format::json);
+    CHECK(c->warnings.empty());
+}
+
+TEST_CASE("an empty file means the same as an empty mapping") {
+    workspace w;
+    auto c = load_config(w.config(""), test_env());
+    REQUIRE(c);
+    CHECK(c->server.port == 8787);
+    CHECK(c->journal.directory == w.dir.path() / "var" / "journal");
+}
+
+TEST_CASE("a section with every entry commented out means its defaults") {
+    workspace w;
+    auto c = load_config(w.config("server:\nupstreams:\n  # - name: ledger\negress:\nprincipals:\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->server.port == 8787);
+    CHECK(c->upstreams.empty());
+}
+
+TEST_CASE("the example configuration validates") {
+    fs::path example = fs::path(AIRLOCK_SOURCE_DIR) / "examples" / "airlock.yaml";
+    auto problems = config_problems(example, test_env());
+    INFO(all_messages(problems));
+    REQUIRE(problems.empty());
+    auto c = load_config(example, test_env());
+    REQUIRE(c);
+    CHECK(c->server.port == 8080);
+    REQUIRE(c->upstreams.size() == 1);
+    CHECK(c->upstreams[0].name == "ledger");
+    // The example's upstream is reachable: its argv[0] is in egress, resolved the same way.
+    CHECK(c->egress.permits(c->upstreams[0].destination));
+    REQUIRE(c->principals.size() == 1);
+    CHECK(c->principals[0].manifest.name == "teller");
+    CHECK(c->journal.directory == (fs::path(AIRLOCK_SOURCE_DIR) / "var" / "journal").lexically_normal());
+}
+
+TEST_CASE("a configuration that is not a mapping is refused") {
+    workspace w;
+    CHECK(first_code(w.config("- server\n")) == "wrong_type");
+}
+
+TEST_CASE("a YAML syntax error names the line") {
+    workspace w;
+    auto msg = first_problem(w.config("server:\n  listen: [127.0.0.1\n"));
+    CHECK_THAT(msg, Catch::Contains("line "));
+}
+
+TEST_CASE("a missing configuration file is refused naming the file") {
+    workspace w;
+    auto missing = w.dir.path() / "nope.yaml";
+    CHECK(first_code(missing) == "file_missing");
+    CHECK_THAT(first_problem(missing), Catch::Contains("nope.yaml"));
+}
+
+// ── structural refusals ──────────────────────────────────────────────────────────────────────
+
+TEST_CASE("an unknown key is refused with its full path") {
+    workspace w;
+    auto file = w.config(R"yaml(
+upstreams:
+  - name: ledger
+    stdio: { argv: [node, ledger.js] }
+  - name: docs
+    stdio:
+      agrv: [node, docs.js]
+)yaml");
+    CHECK(first_code(file) == "unknown_key");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[1].stdio.agrv"));
+}
+
+TEST_CASE("an unknown top-level section is refused by name") {
+    workspace w;
+    auto msg = first_problem(w.config("sever:\n  listen: 127.0.0.1:1\n"));
+    CHECK_THAT(msg, Catch::StartsWith("sever is not a known field"));
+}
+
+TEST_CASE("a key written twice is refused") {
+    workspace w;
+    auto file = w.config("logging:\n  level: info\n  level: debug\n");
+    CHECK(first_code(file) == "duplicate_key");
+    CHECK_THAT(first_problem(file), Catch::Contains("logging.level"));
+}
+
+TEST_CASE("a value of the wrong type is refused naming its path") {
+    workspace w;
+    auto file = w.config("server:\n  max_connections: many\n");
+    CHECK(first_code(file) == "wrong_type");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.max_connections"));
+}
+
+TEST_CASE("a YAML 1.1 boolean word is not a boolean") {
+    workspace w;
+    auto file = w.config(std::string(one_upstream) + "    optional: yes\n");
+    CHECK(first_code(file) == "wrong_type");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0].optional"));
+}
+
+TEST_CASE("every problem is listed, not only the first") {
+    workspace w;
+    auto problems = config_problems(w.config("server:\n  threads: 0\n  read_timeout: soon\nlogging:\n  level: loud\n"),
+                                    test_env());
+    CHECK(problems.size() == 3);
+}
+
+// ── durations and sizes ──────────────────────────────────────────────────────────────────────
+
+TEST_CASE("durations are whole numbers with ms, s, m or h") {
+    using namespace std::chrono_literals;
+    CHECK(parse_duration("250ms") == 250ms);
+    CHECK(parse_duration("30s") == 30s);
+    CHECK(parse_duration("5m") == 5min);
+    CHECK(parse_duration("1h") == 1h);
+    CHECK_FALSE(parse_duration("30"));
+    CHECK_FALSE(parse_duration("1.5s"));
+    CHECK_FALSE(parse_duration("-1s"));
+    CHECK_FALSE(parse_duration("5 minutes"));
+}
+
+TEST_CASE("sizes take binary and decimal units") {
+    CHECK(parse_size("4096") == 4096u);
+    CHECK(parse_size("64KiB") == 64u * 1024);
+    CHECK(parse_size("4MiB") == 4u * 1024 * 1024);
+    CHECK(parse_size("1 GiB") == std::size_t{1} << 30);
+    CHECK(parse_size("10MB") == 10'000'000u);
+    CHECK_FALSE(parse_size("4mb"));
+    CHECK_FALSE(parse_size("lots"));
+    CHECK_FALSE(parse_size("99999999999TiB"));
+}
+
+TEST_CASE("a duration without a unit is refused with a hint") {
+    workspace w;
+    auto file = w.config("server:\n  read_timeout: 30\n");
+    CHECK(first_code(file) == "invalid_duration");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.read_timeout") && Catch::Contains("\"30s\""));
+}
+
+TEST_CASE("a size that is not a size is refused") {
+    workspace w;
+    auto file = w.config("journal:\n  map_size: one gigabyte\n");
+    CHECK(first_code(file) == "invalid_size");
+    CHECK_THAT(first_problem(file), Catch::Contains("journal.map_size"));
+}
+
+TEST_CASE("journal settings map onto the LMDB store's options") {
+    workspace w;
+    auto c = load_config(w.config("journal:\n  dir: /tmp/j\n  map_size: 64MiB\n  durability: fast\n"
+                                  "  sync_interval: 50ms\n"),
+                         test_env());
+    REQUIRE(c);
+    CHECK(c->journal.directory == "/tmp/j");
+    CHECK(c->journal.map_size == 64u << 20);
+    CHECK(c->journal.mode == store::durability::fast);
+    CHECK(c->journal.sync_interval == std::chrono::milliseconds(50));
+}
+
+// ── server ───────────────────────────────────────────────────────────────────────────────────
+
+TEST_CASE("server settings are read and map onto the HTTP server's options") {
+    workspace w;
+    auto c = load_config(w.config("server:\n  listen: '[::1]:9000'\n  header_limit: 32KiB\n  idle_timeout: 5s\n"
+                                  "  max_connections: 10\n  trusted_proxies: [127.0.0.1, '::1']\n"),
+                         test_env());
+    REQUIRE(c);
+    auto o = to_http_server_options(c->server);
+    CHECK(o.host == "::1");
+    CHECK(o.port == 9000);
+    CHECK(o.header_limit == 32 * 1024);
+    CHECK(o.idle_timeout == std::chrono::seconds(5));
+    CHECK(o.max_connections == 10);
+    CHECK(c->server.trusted_proxies == std::vector<std::string>{"127.0.0.1", "::1"});
+}
+
+TEST_CASE("a listen address without a port is refused") {
+    workspace w;
+    auto file = w.config("server:\n  listen: 127.0.0.1\n");
+    CHECK(first_code(file) == "invalid_value");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.listen"));
+}
+
+TEST_CASE("a unix socket mode is read as octal") {
+    workspace w;
+    auto c = load_config(w.config("server:\n  unix_socket: run/airlock.sock\n  unix_socket_mode: 0660\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->server.unix_socket == w.dir.path() / "run" / "airlock.sock");
+    CHECK(c->server.unix_socket_mode == 0660);
+}
+
+TEST_CASE("listen and unix_socket together are refused") {
+    workspace w;
+    CHECK(first_code(w.config("server:\n  listen: 127.0.0.1:1\n  unix_socket: a.sock\n")) == "conflicting_fields");
+}
+
+TEST_CASE("a wildcard allowed origin is refused") {
+    workspace w;
+    auto file = w.config("server:\n  allowed_origins: ['*']\n");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.allowed_origins[0]"));
+}
+
+TEST_CASE("a trusted proxy must be an IP address") {
+    workspace w;
+    auto file = w.config("server:\n  trusted_proxies: [nginx.local]\n");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.trusted_proxies[0]"));
+}
+
+TEST_CASE("TLS files that do not exist are refused") {
+    workspace w;
+    auto file = w.config("server:\n  tls: { cert_file: cert.pem, key_file: key.pem }\n");
+    CHECK(first_code(file) == "file_missing");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.tls.cert_file"));
+}
+
+// ── upstreams ────────────────────────────────────────────────────────────────────────────────
+
+TEST_CASE("a stdio upstream becomes stdio options with its environment resolved") {
+    workspace w;
+    auto c = load_config(w.config(R"yaml(
+upstreams:
+  - name: ledger
+    stdio:
+      argv: [node, ledger.js, --verbose]
+      env: { MODE: test, PORT: 8080 }
+      env_from: { API_KEY: LEDGER_KEY }
+    prefix: none
+    deadline: 5s
+)yaml"),
+                         test_env({{"LEDGER_KEY", "k-123"}}));
+    REQUIRE(c);
+    REQUIRE(c->upstreams.size() == 1);
+    auto const& u = c->upstreams[0];
+    CHECK(u.kind == upstream_kind::stdio);
+    CHECK(u.stdio.server_name == "ledger");
+    CHECK(u.stdio.argv == std::vector<std::string>{"node", "ledger.js", "--verbose"});
+    CHECK(u.stdio.env == std::map<std::string, std::string>{{"API_KEY", "k-123"}, {"MODE", "test"}, {"PORT", "8080"}});
+    CHECK(u.stdio.cwd == w.dir.path().string());
+    CHECK(u.prefix == tool_prefix::none);
+    CHECK(u.deadline == std::chrono::seconds(5));
+    CHECK(u.destination == core::destination{core::process_destination{"node"}});
+}
+
+TEST_CASE("stdio written as a list is the upstream's argv") {
+    workspace w;
+    auto c = load_config(w.config("upstreams:\n  - name: ledger\n    stdio: [node, ledger.js]\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->upstreams.at(0).stdio.argv == std::vector<std::string>{"node", "ledger.js"});
+    CHECK(c->upstreams.at(0).destination == core::destination{core::process_destination{"node"}});
+}
+
+TEST_CASE("an empty argv is refused") {
+    workspace w;
+    auto file = w.config("upstreams:\n  - name: ledger\n    stdio: { argv: [] }\n");
+    CHECK(first_code(file) == "empty_field");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0].stdio.argv"));
+}
+
+TEST_CASE("an env_from variable that is not set is refused naming it") {
+    workspace w;
+    auto file = w.config("upstreams:\n  - name: ledger\n    stdio:\n      argv: [node]\n      env_from: { API_KEY: NOPE_UNSET }\n");
+    CHECK(first_code(file) == "env_unset");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0].stdio.env_from.API_KEY") && Catch::Contains("NOPE_UNSET"));
+}
+
+TEST_CASE("a url upstream becomes HTTP transport options with its headers resolved") {
+    workspace w;
+    w.write("secrets/docs.key", "file-secret-value\n");
+    auto c = load_config(w.config(R"yaml(
+upstreams:
+  - name: docs
+    url: https://MCP.example.com/mcp
+    headers:
+      Authorization: { env: DOCS_TOKEN, prefix: "Bearer " }
+      X-Api-Key: { file: secrets/docs.key }
+      X-Tenant: acme
+    tls: { verify: true, ca_file: secrets/docs.key }
+    optional: true
+)yaml"),
+                         test_env({{"DOCS_TOKEN", "env-secret-value"}}));
+    REQUIRE(c);
+    auto const& u = c->upstreams.at(0);
+    CHECK(u.kind == upstream_kind::http);
+    CHECK(u.http.url == "https://MCP.example.com/mcp");
+    CHECK(u.http.headers == std::vector<std::pair<std::string, std::string>>{
+                                {"Authorization", "Bearer env-secret-value"},
+                                {"X-Api-Key", "file-secret-value"},
+                                {"X-Tenant", "acme"}});
+    CHECK(u.http.ca_file == (w.dir.path() / "secrets" / "docs.key").string());
+    CHECK(u.optional);
+    CHECK(u.destination == core::destination{core::remote_destination{"https", "mcp.example.com", 443}});
+}
+
+TEST_CASE("a header the MCP transport sets itself cannot be configured") {
+    workspace w;
+    auto file = w.config("upstreams:\n  - name: docs\n    url: http://127.0.0.1:9/mcp\n    headers: { Mcp-Session-Id: x }\n");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0].headers.Mcp-Session-Id"));
+}
+
+TEST_CASE("an upstream url with credentials in it is refused") {
+    workspace w;
+    auto file = w.config("upstreams:\n  - name: docs\n    url: https://user:pw@example.com/mcp\n");
+    CHECK(first_code(file) == "invalid_url");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0].url"));
+}
+
+TEST_CASE("two upstreams with the same name are refused") {
+    workspace w;
+    auto file = w.config(std::string(one_upstream) + "  - name: ledger\n    url: http://127.0.0.1:9/mcp\n");
+    CHECK(first_code(file) == "duplicate_name");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[1].name") && Catch::Contains("upstreams[0]"));
+}
+
+TEST_CASE("an upstream with both stdio and url is refused") {
+    workspace w;
+    auto file = w.config("upstreams:\n  - name: ledger\n    stdio: { argv: [node] }\n    url: http://127.0.0.1:9/mcp\n");
+    CHECK(first_code(file) == "conflicting_fields");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0]") && Catch::Contains("stdio and url"));
+}
+
+TEST_CASE("an upstream with neither stdio nor url is refused") {
+    workspace w;
+    auto file = w.config("upstreams:\n  - name: ledger\n    optional: true\n");
+    CHECK(first_code(file) == "missing_field");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0]") && Catch::Contains("stdio") &&
+                                        Catch::Contains("url"));
+}
+
+TEST_CASE("an upstream name that cannot be a ToolId server component is refused") {
+    workspace w;
+    auto file = w.config("upstreams:\n  - name: my-ledger\n    stdio: { argv: [node] }\n");
+    CHECK(first_code(file) == "invalid_name");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0].name") && Catch::Contains("'-'"));
+}
+
+TEST_CASE("headers on a stdio upstream are refused") {
+    workspace w;
+    auto file = w.config("upstreams:\n  - name: ledger\n    stdio: { argv: [node] }\n    headers: { X-A: b }\n");
+    CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0].headers"));
+}
+
+// ── egress ───────────────────────────────────────────────────────────────────────────────────
+
+TEST_CASE("egress entries name local, a process or a remote host and port") {
+    workspace w;
+    auto c = load_config(w.config("egress:\n  - local\n  - process: node\n  - https://API.example.com\n"
+                                  "  - http://127.0.0.1:9000/\n  - 'https://[::1]:8443'\n"),
+                         test_env());
+    REQUIRE(c);
+    CHECK(c->egress.entries().size() == 5);
+    CHECK(c->egress.permits(core::local_destination{}));
+    CHECK(c->egress.permits(core::process_destination{"node"}));
+    CHECK(c->egress.permits(core::remote_destination{"https", "api.example.com", 443}));
+    CHECK(c->egress.permits(core::remote_destination{"http", "127.0.0.1", 9000}));
+    CHECK(c->egress.permits(core::remote_destination{"https", "::1", 8443}));
+    CHECK_FALSE(c->egress.permits(core::remote_destination{"http", "api.example.com", 80}));
+}
+
+TEST_CASE("a stdio upstream is not allowed until egress names its argv[0]") {
+    workspace w;
+    auto denied = load_config(w.config(one_upstream), test_env());
+    REQUIRE(denied);
+    CHECK_FALSE(denied->egress.permits(denied->upstreams[0].destination));
+    REQUIRE(denied->warnings.size() == 1);
+    CHECK_THAT(denied->warnings[0], Catch::Contains("ledger") && Catch::Contains("not in egress"));
+
+    auto allowed = load_config(w.config(std::string(one_upstream) + "egress: [{process: node}]\n"), test_env());
+    REQUIRE(allowed);
+    CHECK(allowed->egress.permits(allowed->upstreams[0].destination));
+    CHECK(allowed->warnings.empty());
+}
+
+TEST_CASE("a malformed egress entry is refused naming its index") {
+    workspace w;
+    auto file = w.config("egress:\n  - local\n  - api.example.com\n");
+    CHECK(first_code(file) == "invalid_destination");
+    CHECK_THAT(first_problem(file), Catch::Contains("egress[1]"));
+    CHECK_THAT(first_problem(w.config("egress: [ftp://files.example.com]\n")), Catch::Contains("egress[0]"));
+    CHECK_THAT(first_problem(w.config("egress: ['https://example.com/api']\n")), Catch::Contains("path"));
+}
+
+TEST_CASE("a wildcard egress entry is refused with the allowlist's reason") {
+    workspace w;
+    auto file = w.config("egress:\n  - https://*.example.com\n");
+    CHECK(first_code(file) == "invalid_destination");
+    CHECK_THAT(first_problem(file), Catch::StartsWith("egress[0]:") && Catch::Contains("wildcard"));
+}
+
+// ── principals ───────────────────────────────────────────────────────────────────────────────
+
+TEST_CASE("a principal's token is read from its file and its manifest grants its tools") {
+    workspace w;
+    w.standard_files();
+    auto c = load_config(w.config(std::string(one_upstream) + R"yaml(
+principals:
+  - name: alice
+    token_file: secrets/alice.token
+    manifest: grants/alice.yaml
+    trusted: true
+)yaml"),
+                         test_env());
+    REQUIRE(c);
+    REQUIRE(c->principals.size() == 1);
+    auto const& p = c->principals[0];
+    CHECK(p.token == alice_token);  // the trailing newline is not part of it
+    CHECK(p.manifest.tools.size() == 2);
+    CHECK(p.trusted);
+}
+
+TEST_CASE("a principal's token may come from an environment variable") {
+    workspace w;
+    w.standard_files();
+    auto c = load_config(w.config("principals:\n  - name: alice\n    token_env: ALICE_TOKEN\n"
+                                  "    manifest: grants/alice.yaml\n"),
+                         test_env({{"ALICE_TOKEN", std::string(alice_token)}}));
+    REQUIRE(c);
+    CHECK(c->principals.at(0).token == alice_token);
+    CHECK_FALSE(c->principals.at(0).trusted);
+}
+
+TEST_CASE("a missing token file is refused naming the field and the file") {
+    workspace w;
+    w.standard_files();
+    auto file = w.config("principals:\n  - name: alice\n    token_file: secrets/carol.token\n"
+                         "    manifest: grants/alice.yaml\n");
+    CHECK(first_code(file) == "file_missing");
+    CHECK_THAT(first_problem(file), Catch::Contains("principals[0].token_file") && Catch::Contains("carol.token"));
+}
+
+TEST_CASE("a token environment variable that is not set is refused naming it") {
+    workspace w;
+    w.standard_files();
+    auto file = w.config("principals:\n  - name: alice\n    token_env: ALICE_TOKEN\n    manifest: grants/alice.yaml\n");
+    CHECK(first_code(file) == "env_unset");
+    CHECK_THAT(first_problem(file), Catch::Contains("principals[0].token_env") && Catch::Contains("ALICE_TOKEN"));
+}
+
+TEST_CASE("a principal with both token_file and token_env is refused") {
+    workspace w;
+    w.standard_files();
+    auto file = w.config("principals:\n  - name: alice\n    token_file: secrets/alice.token\n    token_env: T\n"
+                         "    manifest: grants/alice.yaml\n");
+    CHECK(first_code(file) == "conflicting_fields");
+}
+
+TEST_CASE("two principals with the same token are refused") {
+    workspace w;
+    w.standard_files();
+    w.write("secrets/copy.token", alice_token);
+    auto file = w.config(R"yaml(
+principals:
+  - name: alice
+    token_file: secrets/alice.token
+    manifest: grants/alice.yaml
+  - name: bob
+    token_file: secrets/bob.token
+    manifest: grants/alice.yaml
+  - name: mallory
+    token_file: secrets/copy.token
+    manifest: grants/alice.yaml
+)yaml");
+    CHECK(first_code(file) == "duplicate_token");
+    CHECK_THAT(first_problem(file), Catch::Contains("principals[2]") && Catch::Contains("principals[0]"));
+}
+
+TEST_CASE("two principals with the same name are refused") {
+    workspace w;
+    w.standard_files();
+    auto file = w.config("principals:\n"
+                         "  - { name: alice, token_file: secrets/alice.token, manifest: grants/alice.yaml }\n"
+                         "  - { name: alice, token_file: secrets/bob.token, manifest: grants/alice.yaml }\n");
+    CHECK(first_code(file) == "duplicate_name");
+}
+
+TEST_CASE("a short token is refused") {
+    workspace w;
+    w.standard_files();
+    w.write("secrets/short.token", "hunter2\n");
+    auto file = w.config("principals:\n  - name: alice\n    token_file: secrets/short.token\n    manifest: grants/alice.yaml\n");
+    CHECK(first_code(file) == "invalid_token");
+    CHECK_THAT(first_problem(file), !Catch::Contains("hunter2"));
+}
+
+TEST_CASE("a manifest's problems are reported prefixed by the principal's manifest path") {
+    workspace w;
+    w.standard_files();
+    w.write("grants/bad.yaml", "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: bad, version: \"1\" }\n"
+                               "spec:\n  tools:\n    - ref: tool://ledger/po-st\n  budgets: { max_steps: 0 }\n");
+    auto file = w.config("principals:\n  - name: alice\n    token_file: secrets/alice.token\n    manifest: grants/bad.yaml\n");
+    auto problems = config_problems(file, test_env());
+    REQUIRE(problems.size() == 2);
+    for (auto const& e : problems) {
+        CHECK_THAT(e.message, Catch::StartsWith("principals[0].manifest (" + (w.dir.path() / "grants/bad.yaml").string() + "): spec."));
+    }
+    CHECK_THAT(problems[0].message, Catch::Contains("spec.tools[0].ref"));
+}
+
+TEST_CASE("a principal granted tools of a server no upstream serves gets a warning") {
+    workspace w;
+    w.standard_files();
+    auto c = load_config(w.config("principals:\n  - name: alice\n    token_file: secrets/alice.token\n"
+                                  "    manifest: grants/alice.yaml\n"),
+                         test_env());
+    REQUIRE(c);
+    REQUIRE_FALSE(c->warnings.empty());
+    CHECK_THAT(c->warnings[0], Catch::Contains("tool://ledger/read") && Catch::Contains("no upstream"));
+}
+
+// ── logging, runs ────────────────────────────────────────────────────────────────────────────
+
+TEST_CASE("an unknown log level is refused listing the levels") {
+    workspace w;
+    auto file = w.config("logging:\n  level: verbose\n");
+    CHECK(first_code(file) == "invalid_value");
+    CHECK_THAT(first_problem(file), Catch::Contains("logging.level") && Catch::Contains("trace, debug, info, warn, error"));
+}
+
+TEST_CASE("log level, log format and the run limit are read") {
+    workspace w;
+    auto c = load_config(w.config("logging: { level: debug, format: text }\nruns: { max_concurrent_runs: 8 }\n"),
+                         test_env());
+    REQUIRE(c);
+    CHECK(c->logging.level == log_level::debug);
+    CHECK(c->logging.format == log_format::text);
+    CHECK(c->runs.max_concurrent_runs == 8);
+}
+
+// ── secrets ──────────────────────────────────────────────────────────────────────────────────
+
+TEST_CASE("no token, header value or environment value appears in an error, a warning or the summary") {
+    workspace w;
+    w.standard_files();
+    std::string const header_secret = "header-SECRET-0123456789";
+    std::string const env_secret = "envvar-SECRET-0123456789";
+    std::string const good = std::string(one_upstream) + R"yaml(
+  - name: docs
+    url: https://docs.example.com/mcp
+    headers: { Authorization: { env: DOCS_TOKEN, prefix: "Bearer " } }
+  - name: tool2
+    stdio:
+      argv: [node]
+      env_from: { KEY: TOOL2_KEY }
+principals:
+  - name: alice
+    token_file: secrets/alice.token
+    manifest: grants/alice.yaml
+  - name: bob
+    token_env: BOB_TOKEN
+    manifest: grants/alice.yaml
+)yaml";
+    auto env = test_env({{"DOCS_TOKEN", header_secret}, {"TOOL2_KEY", env_secret}, {"BOB_TOKEN", std::string(bob_token)}});
+    auto c = load_config(w.config(good), env);
+    REQUIRE(c);
+    std::string text = summary(*c);
+    for (auto const& w2 : c->warnings) text += w2 + "\n";
+
+    // The same secrets, now in places that produce errors: a duplicate token, a header with a line
+    // break, a value of the wrong type.
+    w.write("secrets/copy.token", bob_token);
+    auto bad = good + R"yaml(  - name: carol
+    token_file: secrets/copy.token
+    manifest: grants/alice.yaml
+)yaml";
+    auto bad_env = test_env({{"DOCS_TOKEN", header_secret + "\r\nX: y"}, {"TOOL2_KEY", env_secret},
+                             {"BOB_TOKEN", std::string(bob_token)}});
+    auto problems = config_problems(w.config(bad), bad_env);
+    REQUIRE(problems.size() >= 2);
+    text += all_messages(problems);
+    text += all_messages(config_problems(
+        w.config("upstreams:\n  - name: x\n    url: http://a/\n    headers: { A: [" + header_secret + "] }\n"), env));
+
+    INFO(text);
+    CHECK_THAT(text, Catch::Contains("alice") && Catch::Contains("duplicate_token"));
+    CHECK(text.find(alice_token) == std::string::npos);
+    CHECK(text.find(bob_token) == std::string::npos);
+    CHECK(text.find("SECRET") == std::string::npos);
+}
+
+// ── paths ────────────────────────────────────────────────────────────────────────────────────
+
+TEST_CASE("relative paths are resolved against the configuration file's directory") {
+    workspace w;
+    w.standard_files();
+    auto file = w.config(R"yaml(
+journal: { dir: data/journal }
+upstreams:
+  - name: ledger
+    stdio: { argv: [bin/ledger, --db, ledger.db], cwd: work }
+egress:
+  - process: ./bin/ledger
+principals:
+  - name: alice
+    token_file: secrets/alice.token
+    manifest: grants/alice.yaml
+)yaml");
+    fs::create_directories(w.dir.path() / "work");
+    // Loaded by a relative name from the parent directory: nothing may be resolved against the
+    // directory airlock was started from.
+    auto const old = fs::current_path();
+    fs::current_path(w.dir.path().parent_path());
+    auto c = load_config(w.dir.path().filename() / file.filename(), test_env());
+    fs::current_path(old);
+    REQUIRE(c);
+    auto const& base = w.dir.path();
+    CHECK(c->base_dir == base);
+    CHECK(c->journal.directory == base / "data" / "journal");
+    CHECK(c->upstreams[0].stdio.argv[0] == (base / "bin" / "ledger").string());
+    CHECK(c->upstreams[0].stdio.argv[2] == "ledger.db");  // arguments are passed as written
+    CHECK(c->upstreams[0].stdio.cwd == (base / "work").string());
+    CHECK(c->egress.permits(c->upstreams[0].destination));
+    CHECK(c->principals[0].token_file == base / "secrets" / "alice.token");
+    CHECK(c->principals[0].manifest_file == base / "grants" / "alice.yaml");
+}
+
+// ── summary and first start ──────────────────────────────────────────────────────────────────
+
+TEST_CASE("the summary names the listen address, journal, upstreams, egress and principals") {
+    workspace w;
+    w.standard_files();
+    auto c = load_config(w.config(std::string(one_upstream) + R"yaml(
+egress: [{process: node}]
+principals:
+  - name: alice
+    token_file: secrets/alice.token
+    manifest: grants/alice.yaml
+)yaml"),
+                         test_env());
+    REQUIRE(c);
+    auto s = summary(*c);
+    CHECK_THAT(s, Catch::Contains("http://127.0.0.1:8787"));
+    CHECK_THAT(s, Catch::Contains((w.dir.path() / "var" / "journal").string()));
+    CHECK_THAT(s, Catch::Contains("ledger  stdio  node") && Catch::Contains("egress allowed"));
+    CHECK_THAT(s, Catch::Contains("process:node"));
+    CHECK_THAT(s, Catch::Contains("alice  2 tools granted"));
+    CHECK_THAT(s, Catch::Contains("signing     off"));
+}
+
+TEST_CASE("missing secrets marked create_if_missing are created once, private, and reused") {
+    workspace w;
+    w.standard_files();
+    auto file = w.config(R"yaml(
+signing: { key_file: var/keys/provenance.key, create_if_missing: true }
+principals:
+  - name: alice
+    token_file: var/alice.token
+    create_if_missing: true
+    manifest: grants/alice.yaml
+)yaml");
+    auto first = load_config(file, test_env());
+    REQUIRE(first);
+    CHECK_FALSE(first->signing->signer);
+    CHECK(first->principals[0].token.empty());
+    REQUIRE(create_missing_secrets(*first));
+    REQUIRE(first->signing->signer);
+    CHECK(first->signing->kid.starts_with("ed25519-"));
+    CHECK(first->principals[0].token.size() == 64);
+
+    struct stat st {};
+    REQUIRE(::stat((w.dir.path() / "var" / "alice.token").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    REQUIRE(::stat((w.dir.path() / "var" / "keys" / "provenance.key").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    std::ifstream pub(w.dir.path() / "var" / "keys" / "provenance.pub");
+    std::string pub_pem((std::istreambuf_iterator<char>(pub)), std::istreambuf_iterator<char>());
+    CHECK(pub_pem == first->signing->signer->public_key_pem());
+
+    auto second = load_config(file, test_env());
+    REQUIRE(second);
+    CHECK(second->principals[0].token == first->principals[0].token);
+    REQUIRE(second->signing->signer);
+    CHECK(second->signing->kid == first->signing->kid);
+    CHECK(second->signing->signer->public_key_raw() == first->signing->signer->public_key_raw());
+}
+
+TEST_CASE("a signing key file that is missing is refused unless create_if_missing is set") {
+    workspace w;
+    auto file = w.config("signing: { key_file: keys/none.pem }\n");
+    CHECK(first_code(file) == "file_missing");
+    CHECK_THAT(first_problem(file), Catch::Contains("signing.key_file"));
+}
+
+TEST_CASE("a key id with a space in it is refused") {
+    workspace w;
+    auto file = w.config("signing: { key_file: k.pem, kid: 'my key', create_if_missing: true }\n");
+    CHECK_THAT(first_problem(file), Catch::Contains("signing.kid"));
+}
+
+TEST_CASE("a signing key file that is not an Ed25519 key is refused") {
+    workspace w;
+    w.write("keys/bad.pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n");
+    auto file = w.config("signing: { key_file: keys/bad.pem, kid: k1 }\n");
+    CHECK(first_code(file) == "invalid_key");
+    CHECK_THAT(first_problem(file), Catch::Contains("signing.key_file"));
+}

@@ -1,0 +1,299 @@
+// The gateway backend over a real upstream (server-everything over stdio), driven directly, without
+// an HTTP endpoint in front: grants, gates, journal, provenance, pins and progress relays.
+#include "service/gateway.hpp"
+
+#include "mcp/stdio_transport.hpp"
+#include "store/memory_store.hpp"
+#include "tests/support/peers.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/json/serialize.hpp>
+#include <catch2/catch.hpp>
+
+#include <optional>
+
+using namespace airlock;
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace peers = airlock::testing::peers;
+
+namespace {
+
+constexpr char const* grants_yaml = R"(
+apiVersion: airlock/v1
+kind: Agent
+metadata: { name: desk, version: "1" }
+spec:
+  tools:
+    - ref: tool://everything/get.sum
+      mutates: false
+      description: Add two numbers.
+    - ref: tool://everything/echo
+      mutates: false
+    - ref: tool://everything/trigger.long.running.operation
+      mutates: false
+    - ref: tool://everything/get.env
+  budgets: {}
+)";
+
+struct harness {
+    asio::io_context ioc;
+    std::shared_ptr<store::memory_store> journal = std::make_shared<store::memory_store>();
+    std::shared_ptr<core::provenance_signer> signer;
+    std::shared_ptr<mcp::mcp_client> client;
+    std::shared_ptr<service::gateway> gw;
+
+    explicit harness(bool allow_process = true) {
+        mcp::stdio_options so;
+        so.server_name = "everything";
+        so.argv = {peers::node(), peers::everything(), "stdio"};
+        so.stdin_close_grace = std::chrono::milliseconds(300);
+        so.sigterm_grace = std::chrono::milliseconds(300);
+        mcp::client_options co;
+        co.server_name = "everything";
+        client = std::make_shared<mcp::mcp_client>(std::make_unique<mcp::stdio_transport>(ioc.get_executor(), so), co);
+        std::string seed(32, '\x07');
+        auto s = core::provenance_signer::from_raw_seed("test-key", seed);
+        REQUIRE(s.has_value());
+        signer = std::make_shared<core::provenance_signer>(std::move(*s));
+        service::gateway_options o;
+        o.executor = ioc.get_executor();
+        o.upstreams.push_back({"everything", client, true});
+        if (allow_process) REQUIRE(o.egress.add(core::process_destination{peers::node()}).has_value());
+        auto m = core::parse_manifest(grants_yaml);
+        REQUIRE(m.has_value());
+        o.principals.push_back({"alice", *m, false});
+        o.journal = journal;
+        o.pins = journal;
+        o.signer = signer;
+        auto g = service::gateway::make(std::move(o));
+        REQUIRE(g.has_value());
+        gw = *g;
+    }
+
+    mcp::request_context context(std::string principal = "alice") {
+        mcp::request_context ctx;
+        ctx.principal = std::move(principal);
+        ctx.session_id = "s1";
+        ctx.protocol_version = "2025-11-25";
+        ctx.request_id_text = "1";
+        return ctx;
+    }
+
+    // Runs `body`, then closes the upstream so no child outlives the test.
+    template <class F>
+    void run(F body) {
+        auto task = [&]() -> asio::awaitable<void> {
+            std::exception_ptr failure;
+            try {
+                co_await body();
+            } catch (...) {
+                failure = std::current_exception();
+            }
+            co_await client->async_close();
+            if (failure) std::rethrow_exception(failure);
+        };
+        auto fut = asio::co_spawn(ioc, task(), asio::use_future);
+        ioc.run();
+        fut.get();
+    }
+
+    std::vector<core::record> records() {
+        auto runs = journal->async_runs({});
+        asio::io_context local;
+        auto page = asio::co_spawn(local, std::move(runs), asio::use_future);
+        local.run();
+        auto p = page.get();
+        REQUIRE(p.has_value());
+        REQUIRE(p->runs.size() == 1);
+        asio::io_context local2;
+        auto recs = asio::co_spawn(local2, journal->async_read(p->runs.front().run_id, 1), asio::use_future);
+        local2.run();
+        auto r = recs.get();
+        REQUIRE(r.has_value());
+        return *r;
+    }
+};
+
+mcp::request call(std::string name, json::object args) {
+    return mcp::request{std::string("7"), "tools/call", json::object{{"name", std::move(name)}, {"arguments", std::move(args)}}};
+}
+
+std::string text_of(json::object const& result) {
+    return std::string(result.at("content").as_array().at(0).as_object().at("text").as_string());
+}
+
+}  // namespace
+
+TEST_CASE("tools/list shows only granted tools, under wire names, with the grant's description") {
+    harness h;
+    std::optional<mcp::handler_result> listed;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        mcp::request req{std::string("1"), "tools/list", std::nullopt};
+        listed = co_await h.gw->async_handle(req, ctx);
+    });
+    REQUIRE(listed->has_value());
+    std::map<std::string, std::string> tools;
+    for (auto const& t : (*listed)->at("tools").as_array())
+        tools[std::string(t.at("name").as_string())] = t.as_object().contains("description") ? std::string(t.at("description").as_string()) : "";
+    CHECK(tools.size() == 4);
+    CHECK(tools.contains("everything__get-sum"));
+    CHECK(tools["everything__get-sum"] == "Add two numbers.");
+    CHECK(tools.contains("everything__echo"));
+    CHECK_FALSE(tools.contains("everything__get-structured-content"));
+}
+
+TEST_CASE("a granted call is journaled before and after, with a signed provenance block the key verifies") {
+    harness h;
+    std::optional<mcp::handler_result> r;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        auto req = call("everything__get-sum", {{"a", 2}, {"b", 3}});
+        r = co_await h.gw->async_handle(req, ctx);
+        // Let the outcome record, written after the reply, land.
+        asio::steady_timer t(h.ioc, std::chrono::milliseconds(100));
+        co_await t.async_wait(asio::use_awaitable);
+    });
+    REQUIRE(r->has_value());
+    CHECK_THAT(text_of(**r), Catch::Contains("is 5"));
+    auto recs = h.records();
+    REQUIRE(recs.size() == 3);
+    CHECK(recs[0].kind == core::record_kind::run_admitted);
+    CHECK(recs[1].kind == core::record_kind::effect_started);
+    CHECK(recs[2].kind == core::record_kind::effect_done);
+    CHECK(recs[1].body.at("tool") == "tool://everything/get.sum");
+    CHECK_FALSE(core::verify_chain(recs).has_value());
+    auto block = core::provenance_from_json(recs[1].body.at("provenance"));
+    REQUIRE(block.has_value());
+    core::provenance_verifier v;
+    REQUIRE(v.trust_raw("test-key", h.signer->public_key_raw()).has_value());
+    auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+    CHECK(v.verify(*block, *core::tool_id::parse("tool://everything/get.sum"), recs[1].body.at("arguments"), now) ==
+          core::provenance_verdict::ok);
+}
+
+TEST_CASE("an ungranted or misspelled tool gets the uniform refusal and a policy_denied record") {
+    harness h;
+    std::vector<mcp::handler_result> results;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        std::vector<std::string> names{"everything__get-structured-content", "everything__Get-sum", "everything__get-sum ",
+                                       "get-sum"};
+        for (auto const& name : names) {
+            auto req = call(name, json::object{});
+            results.push_back(co_await h.gw->async_handle(req, ctx));
+        }
+    });
+    for (auto const& r : results) {
+        REQUIRE(r.has_value());
+        CHECK(r->at("isError") == true);
+        CHECK(text_of(*r) == "not permitted");
+    }
+    auto recs = h.records();
+    int denied = 0;
+    for (auto const& rec : recs)
+        if (rec.kind == core::record_kind::policy_denied) {
+            ++denied;
+            CHECK(rec.body.at("reason") == "not_granted");
+        }
+    CHECK(denied == 4);
+}
+
+TEST_CASE("an untrusted principal's call to a mutating grant without protected fields is refused by the taint gate") {
+    harness h;
+    std::optional<mcp::handler_result> r;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        auto req = call("everything__get-env", {});
+        r = co_await h.gw->async_handle(req, ctx);
+    });
+    REQUIRE(r->has_value());
+    CHECK(text_of(**r) == "not permitted");
+    bool tainted = false;
+    for (auto const& rec : h.records())
+        if (rec.kind == core::record_kind::policy_denied) tainted = rec.body.at("reason") == "tainted_mutation";
+    CHECK(tainted);
+}
+
+TEST_CASE("an upstream outside the egress allowlist is refused and never called") {
+    harness h(false);
+    std::optional<mcp::handler_result> r;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        auto req = call("everything__get-sum", {{"a", 1}, {"b", 1}});
+        r = co_await h.gw->async_handle(req, ctx);
+    });
+    REQUIRE(r->has_value());
+    CHECK(text_of(**r) == "not permitted");
+    bool destination = false, started = false;
+    for (auto const& rec : h.records()) {
+        if (rec.kind == core::record_kind::policy_denied) destination = rec.body.at("reason") == "destination_not_allowed";
+        if (rec.kind == core::record_kind::effect_started) started = true;
+    }
+    CHECK(destination);
+    CHECK_FALSE(started);
+}
+
+TEST_CASE("a tool whose definition changed since it was pinned is withheld from lists and calls") {
+    harness h;
+    std::optional<mcp::handler_result> listed, called;
+    h.run([&]() -> asio::awaitable<void> {
+        // The operator's pin says echo looked different when it was first seen.
+        std::string key = "everything/echo", digest(64, 'e');
+        auto pinned = co_await h.journal->async_check_pin(key, digest);
+        REQUIRE(pinned.has_value());
+        auto ctx = h.context();
+        mcp::request list_req{std::string("1"), "tools/list", std::nullopt};
+        listed = co_await h.gw->async_handle(list_req, ctx);
+        auto req = call("everything__echo", {{"message", "hi"}});
+        called = co_await h.gw->async_handle(req, ctx);
+    });
+    REQUIRE(listed->has_value());
+    for (auto const& t : (*listed)->at("tools").as_array()) CHECK(t.at("name") != "everything__echo");
+    REQUIRE(called->has_value());
+    CHECK(text_of(**called) == "not permitted");
+}
+
+TEST_CASE("upstream progress reaches the downstream request under its own token") {
+    harness h;
+    std::vector<mcp::notification> sent;
+    std::optional<mcp::handler_result> r;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        std::string token = "downstream-token";
+        ctx.progress = mcp::progress_token{token};
+        ctx.notify = [&sent](mcp::notification n) -> asio::awaitable<void> {
+            sent.push_back(std::move(n));
+            co_return;
+        };
+        auto req = call("everything__trigger-long-running-operation", {{"duration", 1}, {"steps", 3}});
+        r = co_await h.gw->async_handle(req, ctx);
+    });
+    REQUIRE(r->has_value());
+    REQUIRE(sent.size() >= 2);
+    for (auto const& n : sent) {
+        CHECK(n.method == "notifications/progress");
+        CHECK(n.params->at("progressToken") == "downstream-token");
+    }
+}
+
+TEST_CASE("an unknown principal sees no tools and is refused every call") {
+    harness h;
+    std::optional<mcp::handler_result> listed, called;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context("mallory");
+        mcp::request list_req{std::string("1"), "tools/list", std::nullopt};
+        listed = co_await h.gw->async_handle(list_req, ctx);
+        auto req = call("everything__get-sum", {{"a", 1}, {"b", 1}});
+        called = co_await h.gw->async_handle(req, ctx);
+    });
+    REQUIRE(listed->has_value());
+    CHECK((*listed)->at("tools").as_array().empty());
+    REQUIRE(called->has_value());
+    CHECK(text_of(**called) == "not permitted");
+}
