@@ -22,7 +22,7 @@ std::string at(std::size_t pos) { return " at byte " + std::to_string(pos); }
 // Decodes one UTF-8 sequence starting at s[i]; returns the code point and advances i, or -1 when
 // the bytes are not well-formed UTF-8 (overlong forms, encoded surrogates and values above U+10FFFF
 // are all refused, as RFC 3629 requires).
-long decode_utf8(std::string_view s, std::size_t& i) {
+long decode_utf8(std::string_view s, std::size_t& i) noexcept {
     auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
     unsigned char b0 = byte(i);
     if (b0 < 0x80) { ++i; return b0; }
@@ -354,10 +354,8 @@ result<void> write(std::string& out, boost::json::value const& v) {
             std::vector<member> members;
             members.reserve(obj.size());
             for (auto const& kv : obj) {
-                std::size_t i = 0;
                 auto key = kv.key();
-                while (i < key.size())
-                    if (decode_utf8(key, i) < 0) return make_error("not_ijson", "member name is not valid UTF-8");
+                if (!is_valid_utf8(key)) return make_error("not_ijson", "member name is not valid UTF-8");
                 members.push_back({to_utf16(key), &kv});
             }
             std::sort(members.begin(), members.end(), [](member const& a, member const& b) { return a.order < b.order; });
@@ -391,6 +389,13 @@ result<std::string> canonicalize(std::string_view text) {
     auto v = parse_ijson(text);
     if (!v) return v.error();
     return canonical(*v);
+}
+
+bool is_valid_utf8(std::string_view s) noexcept {
+    std::size_t i = 0;
+    while (i < s.size())
+        if (decode_utf8(s, i) < 0) return false;
+    return true;
 }
 
 std::string_view json_kind_name(boost::json::value const& v) noexcept {

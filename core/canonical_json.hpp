@@ -27,6 +27,9 @@ result<std::string> canonicalize(std::string_view text);
 // "a number", "a string", "an array", "an object". Never the value itself, which may be secret.
 std::string_view json_kind_name(boost::json::value const& v) noexcept;
 
+// Whether `s` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points past U+10FFFF).
+bool is_valid_utf8(std::string_view s) noexcept;
+
 // ECMAScript Number::toString for a finite double ("1e+21", "0.000001", "5e-324", "0" for -0).
 std::string format_es_number(double d);
 

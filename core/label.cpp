@@ -1,5 +1,7 @@
 #include "core/label.hpp"
 
+#include "core/canonical_json.hpp"
+
 #include <algorithm>
 
 namespace airlock::core {
@@ -87,39 +89,15 @@ label tainted::overall() const {
 }
 
 bool is_json_pointer(std::string_view pointer) noexcept {
+    // The grammar is over Unicode characters, so the bytes must be well-formed UTF-8: a pointer
+    // that is not text cannot be compared with the member names of a JSON document.
+    if (!is_valid_utf8(pointer)) return false;
     if (pointer.empty()) return true;
     if (pointer.front() != '/') return false;
-    std::size_t i = 0;
-    while (i < pointer.size()) {
-        auto c = static_cast<unsigned char>(pointer[i]);
-        if (c == '~') {
-            if (i + 1 >= pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1')) return false;
-            i += 2;
-            continue;
-        }
-        // The grammar is over Unicode characters, so the bytes must be well-formed UTF-8: a pointer
-        // that is not text cannot be compared with the member names of a JSON document.
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t len = 0;
-        std::uint32_t cp = 0;
-        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
-        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
-        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
-        else return false;
-        if (i + len > pointer.size()) return false;
-        for (std::size_t k = 1; k < len; ++k) {
-            auto cc = static_cast<unsigned char>(pointer[i + k]);
-            if ((cc & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (cc & 0x3F);
-        }
-        // Overlong forms, surrogates and code points past U+10FFFF are not characters.
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
+    for (std::size_t i = 0; i < pointer.size(); ++i) {
+        if (pointer[i] != '~') continue;
+        if (i + 1 >= pointer.size() || (pointer[i + 1] != '0' && pointer[i + 1] != '1')) return false;
+        ++i;
     }
     return true;
 }

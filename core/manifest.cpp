@@ -2,10 +2,10 @@
 
 #include "core/canonical_json.hpp"
 #include "core/sha256.hpp"
+#include "core/strict_yaml.hpp"
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
-#include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
 
 #include <yaml-cpp/yaml.h>
@@ -14,9 +14,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <initializer_list>
 #include <limits>
-#include <set>
 #include <utility>
 
 // The digest covers this JSON shape (see to_json). It mirrors the YAML, with every optional field
@@ -52,215 +50,19 @@ constexpr std::string_view tool_scheme = "tool://";
 // a few hundred bytes of aliases from becoming gigabytes of JSON.
 constexpr std::size_t max_argument_nodes = 100000;
 
-bool is_utf8(std::string_view s) noexcept {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x80) {
-            ++i;
-            continue;
-        }
-        std::size_t len = 0;
-        std::uint32_t cp = 0;
-        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
-        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
-        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
-        else return false;
-        if (i + len > s.size()) return false;
-        for (std::size_t k = 1; k < len; ++k) {
-            auto cc = static_cast<unsigned char>(s[i + k]);
-            if ((cc & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (cc & 0x3F);
-        }
-        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
-    }
-    return true;
-}
+using yaml::all_digits;
+using yaml::child_path;
+using yaml::classify;
+using yaml::describe;
+using yaml::in_quotes;
+using yaml::index_path;
+using yaml::is_blank;
+using yaml::scalar_kind;
 
-bool is_blank(std::string_view s) noexcept {
-    return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
-}
-
-std::string quoted(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
-
-// ── YAML 1.2 core schema ──────────────────────────────────────────────────────────────────────
-//
-// yaml-cpp hands back text and leaves typing to the reader, and its own as<bool>() takes YAML 1.1's
-// yes/no/on/off. A security manifest should mean the same thing to every tool that reads it, so
-// plain scalars are resolved by the YAML 1.2 core schema (what most current parsers do), and a
-// value of the wrong type is refused rather than coerced: `version: 1.10` is the number 1.1 to a
-// YAML 1.2 reader, and `mutates: no` is the string "no".
-
-enum class scalar_kind { null_, boolean, integer, floating, string, other_tag };
-
-bool all_digits(std::string_view s, int base) noexcept {
-    if (s.empty()) return false;
-    return std::all_of(s.begin(), s.end(), [base](char c) {
-        if (base == 8) return c >= '0' && c <= '7';
-        if (base == 16) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-        return c >= '0' && c <= '9';
-    });
-}
-
-bool is_core_int(std::string_view s) noexcept {
-    if (s.starts_with("0o")) return all_digits(s.substr(2), 8);
-    if (s.starts_with("0x")) return all_digits(s.substr(2), 16);
-    if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
-    return all_digits(s, 10);
-}
-
-bool is_core_float(std::string_view s) noexcept {
-    if (s == ".nan" || s == ".NaN" || s == ".NAN") return true;
-    if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
-    if (s == ".inf" || s == ".Inf" || s == ".INF") return true;
-    std::size_t i = 0;
-    auto digits = [&] {
-        std::size_t start = i;
-        while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-        return i - start;
-    };
-    std::size_t whole = digits();
-    std::size_t fraction = 0;
-    if (i < s.size() && s[i] == '.') {
-        ++i;
-        fraction = digits();
-    }
-    if (whole == 0 && fraction == 0) return false;
-    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-        ++i;
-        if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
-        if (digits() == 0) return false;
-    }
-    return i == s.size();
-}
-
-scalar_kind classify(YAML::Node const& n) {
-    if (n.IsNull()) return scalar_kind::null_;
-    auto const& tag = n.Tag();
-    // "!" marks a quoted or block scalar: always a string.
-    if (tag == "!" || tag == "tag:yaml.org,2002:str") return scalar_kind::string;
-    if (tag != "?") return scalar_kind::other_tag;
-    auto const& s = n.Scalar();
-    if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return scalar_kind::null_;
-    if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE")
-        return scalar_kind::boolean;
-    if (is_core_int(s)) return scalar_kind::integer;
-    if (is_core_float(s)) return scalar_kind::floating;
-    return scalar_kind::string;
-}
-
-std::string describe(YAML::Node const& n) {
-    if (n.IsMap()) return "a mapping";
-    if (n.IsSequence()) return "a sequence";
-    switch (classify(n)) {
-        case scalar_kind::null_: return "null";
-        case scalar_kind::boolean: return "a boolean (" + n.Scalar() + ")";
-        case scalar_kind::integer: return "an integer (" + n.Scalar() + ")";
-        case scalar_kind::floating: return "a number (" + n.Scalar() + ")";
-        case scalar_kind::string: {
-            // Enough to recognise the value; a whole paragraph of role text would bury the point.
-            auto const& s = n.Scalar();
-            if (s.size() <= 40) return "a string (" + quoted(s) + ")";
-            std::size_t cut = 40;
-            while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole characters only
-            return "a string (" + quoted(s.substr(0, cut)) + "...)";
-        }
-        case scalar_kind::other_tag: return "a value tagged " + n.Tag();
-    }
-    return "an unsupported value";
-}
-
-std::string child_path(std::string const& parent, std::string_view key) {
-    bool simple = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-    });
-    if (!simple) return parent + "[" + quoted(key) + "]";
-    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
-}
-
-std::string index_path(std::string const& parent, std::size_t i) { return parent + "[" + std::to_string(i) + "]"; }
-
-// Reads typed values out of YAML nodes, recording every problem with the path of the field at fault
-// and carrying on, so `airlock check` can list them all. A reader that returns nullopt has already
-// recorded why.
-class reader {
+// The manifest's own typed values, on top of the strict reader every YAML document in airlock uses.
+class reader : public yaml::reader {
 public:
-    std::vector<error> problems;
-
-    void fail(std::string code, std::string message) {
-        problems.push_back(make_error(std::move(code), std::move(message)));
-    }
-
-    // True when `n` is a mapping. Keys that are not strings, repeated or not in `known` are recorded,
-    // and the mapping is still read, so one stray key does not hide the problems after it.
-    bool mapping(YAML::Node const& n, std::string const& path, std::initializer_list<std::string_view> known) {
-        if (!n.IsMap()) {
-            fail("wrong_type", (path.empty() ? std::string("the manifest") : path) + " must be a mapping, not " +
-                                   describe(n));
-            return false;
-        }
-        std::set<std::string> seen;
-        for (auto const& kv : n) {
-            auto const& key = kv.first;
-            if (!key.IsScalar() || classify(key) == scalar_kind::other_tag) {
-                fail("wrong_type", "a key in " + (path.empty() ? std::string("the manifest") : path) +
-                                       " is " + describe(key) + "; keys must be strings");
-                continue;
-            }
-            auto const& name = key.Scalar();
-            // yaml-cpp keeps both entries of a repeated key and lookups see the first; another reader
-            // may take the last. A manifest two readers understand differently is refused.
-            if (seen.contains(name)) {
-                fail("duplicate_key", child_path(path, name) + " is written twice");
-                continue;
-            }
-            seen.insert(name);
-            if (std::find(known.begin(), known.end(), name) == known.end()) {
-                std::string list;
-                for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-                fail("unknown_key", child_path(path, name) + " is not a known field (expected one of: " + list + ")");
-            }
-        }
-        return true;
-    }
-
-    std::optional<std::string> string(YAML::Node const& n, std::string const& path) {
-        if (!n.IsScalar() || classify(n) != scalar_kind::string) {
-            auto kind = n.IsScalar() ? classify(n) : scalar_kind::other_tag;
-            bool quotable =
-                kind == scalar_kind::boolean || kind == scalar_kind::integer || kind == scalar_kind::floating;
-            std::string hint = quotable ? " (quote it to make it text)" : "";
-            fail("wrong_type", path + " must be a string, not " + describe(n) + hint);
-            return std::nullopt;
-        }
-        if (!is_utf8(n.Scalar())) {
-            fail("not_utf8", path + " is not valid UTF-8");
-            return std::nullopt;
-        }
-        return n.Scalar();
-    }
-
-    // A string with something in it other than whitespace.
-    std::optional<std::string> text(YAML::Node const& n, std::string const& path) {
-        auto s = string(n, path);
-        if (s && is_blank(*s)) {
-            fail("empty_field", path + " is empty");
-            return std::nullopt;
-        }
-        return s;
-    }
-
-    std::optional<bool> boolean(YAML::Node const& n, std::string const& path) {
-        if (!n.IsScalar() || classify(n) != scalar_kind::boolean) {
-            fail("wrong_type", path + " must be true or false, not " + describe(n));
-            return std::nullopt;
-        }
-        auto const& s = n.Scalar();
-        return s == "true" || s == "True" || s == "TRUE";
-    }
+    reader() : yaml::reader({.document = "the manifest", .utf8_strings = true}) {}
 
     std::optional<std::uint64_t> count(YAML::Node const& n, std::string const& path,
                                        std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) {
@@ -305,16 +107,14 @@ public:
         if (!s) return std::nullopt;
         auto level = parse_sensitivity(*s);
         if (!level)
-            fail("invalid_value", path + " is " + quoted(*s) + "; expected public, internal, confidential or secret");
+            fail("invalid_value",
+                 path + " is " + in_quotes(*s) + "; expected public, internal, confidential or secret");
         return level;
     }
 
     // A sequence of non-blank strings, none repeated.
     std::optional<std::vector<std::string>> names(YAML::Node const& n, std::string const& path) {
-        if (!n.IsSequence()) {
-            fail("wrong_type", path + " must be a sequence, not " + describe(n));
-            return std::nullopt;
-        }
+        if (!sequence(n, path)) return std::nullopt;
         std::vector<std::string> out;
         bool ok = true;
         for (std::size_t i = 0; i < n.size(); ++i) {
@@ -325,7 +125,7 @@ public:
                 continue;
             }
             if (auto at = std::find(out.begin(), out.end(), *s); at != out.end()) {
-                fail("duplicate_entry", item_path + " repeats " + quoted(*s) + " from " +
+                fail("duplicate_entry", item_path + " repeats " + in_quotes(*s) + " from " +
                                             index_path(path, static_cast<std::size_t>(at - out.begin())));
                 ok = false;
                 continue;
@@ -352,7 +152,7 @@ public:
                 }
                 auto const& key = kv.first.Scalar();
                 auto key_path = child_path(path, key);
-                if (!is_utf8(key)) {
+                if (!is_valid_utf8(key)) {
                     fail("not_utf8", "a key in " + path + " is not valid UTF-8");
                     return std::nullopt;
                 }
@@ -442,8 +242,8 @@ std::optional<protected_field> read_protected_field(reader& r, YAML::Node const&
         r.fail("missing_field", path + ".path is required");
     } else if (auto s = r.string(p, path + ".path")) {
         if (!is_json_pointer(*s)) {
-            std::string hint = (!s->empty() && s->front() != '/') ? " (write " + quoted("/" + *s) + ")" : "";
-            r.fail("invalid_pointer", path + ".path " + quoted(*s) +
+            std::string hint = (!s->empty() && s->front() != '/') ? " (write " + in_quotes("/" + *s) + ")" : "";
+            r.fail("invalid_pointer", path + ".path " + in_quotes(*s) +
                                           " is not an absolute RFC 6901 JSON pointer" + hint);
         } else {
             f.path = *s;
@@ -514,9 +314,7 @@ std::optional<tool_grant> read_grant(reader& r, YAML::Node const& n, std::string
     std::vector<protected_field> fields;
     if (auto v = n["protected_fields"]) {
         auto fields_path = path + ".protected_fields";
-        if (!v.IsSequence()) {
-            r.fail("wrong_type", fields_path + " must be a sequence, not " + describe(v));
-        } else {
+        if (r.sequence(v, fields_path)) {
             std::vector<std::size_t> written_at;
             for (std::size_t i = 0; i < v.size(); ++i) {
                 auto field_path = index_path(fields_path, i);
@@ -524,7 +322,7 @@ std::optional<tool_grant> read_grant(reader& r, YAML::Node const& n, std::string
                 if (!f) continue;
                 for (std::size_t k = 0; k < fields.size(); ++k) {
                     if (fields[k].path == f->path) {
-                        r.fail("duplicate_protected_path", field_path + ".path " + quoted(f->path) +
+                        r.fail("duplicate_protected_path", field_path + ".path " + in_quotes(f->path) +
                                                                " is already protected by " +
                                                                index_path(fields_path, written_at[k]));
                         f.reset();
@@ -630,7 +428,8 @@ void read_execution(reader& r, YAML::Node const& n, manifest& m) {
         else if (*s == "tool-calling")
             e.kind = execution_kind::tool_calling;
         else
-            r.fail("invalid_value", "spec.execution.kind is " + quoted(*s) + "; expected completion or tool-calling");
+            r.fail("invalid_value",
+                   "spec.execution.kind is " + in_quotes(*s) + "; expected completion or tool-calling");
     }
     if (auto v = n["max_turns"]) {
         if (auto t = r.positive(v, "spec.execution.max_turns", "zero_limit",
@@ -659,8 +458,7 @@ void read_budgets(reader& r, YAML::Node const& n, manifest& m) {
 }
 
 void read_tools(reader& r, YAML::Node const& n, manifest& m, source_notes& notes) {
-    if (!n.IsSequence()) {
-        r.fail("wrong_type", "spec.tools must be a sequence, not " + describe(n));
+    if (!r.sequence(n, "spec.tools")) {
         notes.tools_all_parsed = false;
         return;
     }
@@ -828,15 +626,15 @@ std::pair<manifest, std::vector<error>> read_manifest(std::string_view yaml_text
         r.fail("missing_field", "apiVersion is required");
     } else if (auto s = r.string(v, "apiVersion")) {
         if (*s != api_airlock && *s != api_agentplane)
-            r.fail("unsupported_api_version", "apiVersion is " + quoted(*s) + "; expected " +
-                                                  quoted(api_airlock) + " or " + quoted(api_agentplane));
+            r.fail("unsupported_api_version", "apiVersion is " + in_quotes(*s) + "; expected " +
+                                                  in_quotes(api_airlock) + " or " + in_quotes(api_agentplane));
         else
             m.api_version = *s;
     }
     if (auto v = root["kind"]; !v) {
         r.fail("missing_field", "kind is required");
     } else if (auto s = r.string(v, "kind"); s && *s != "Agent") {
-        r.fail("unsupported_kind", "kind is " + quoted(*s) + "; expected \"Agent\"");
+        r.fail("unsupported_kind", "kind is " + in_quotes(*s) + "; expected \"Agent\"");
     }
     read_metadata(r, root["metadata"], m);
 

@@ -69,20 +69,6 @@ bool iequals(std::string_view a, std::string_view b) {
            std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
 }
 
-bool token_char(char c) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-    return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-// Header names the transport owns: a configured header may not override what the protocol says.
-bool reserved_header(std::string_view name) {
-    static constexpr std::string_view reserved[] = {"host", "accept", "content-type", "content-length",
-                                                    "transfer-encoding", "connection", "last-event-id"};
-    for (auto r : reserved)
-        if (iequals(name, r)) return true;
-    return name.size() >= 4 && iequals(name.substr(0, 4), "mcp-");
-}
-
 bool blank(std::string_view s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
 }
@@ -109,6 +95,23 @@ std::string describe(beast::error_code const& ec) {
 }
 
 }  // namespace
+
+bool is_header_name(std::string_view name) noexcept {
+    auto token_char = [](char c) {
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+        return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    };
+    return !name.empty() && std::all_of(name.begin(), name.end(), token_char);
+}
+
+// A configured header may not override what the protocol says.
+bool is_transport_header(std::string_view name) noexcept {
+    static constexpr std::string_view reserved[] = {"host", "accept", "content-type", "content-length",
+                                                    "transfer-encoding", "connection", "last-event-id"};
+    for (auto r : reserved)
+        if (iequals(name, r)) return true;
+    return name.size() >= 4 && iequals(name.substr(0, 4), "mcp-");
+}
 
 core::result<http_endpoint> parse_http_url(std::string_view text) {
     auto parsed = boost::urls::parse_uri(text);
@@ -271,11 +274,11 @@ struct http_transport::state : std::enable_shared_from_this<state> {
             return;
         }
         for (auto const& [name, value] : opts.headers) {
-            if (name.empty() || !std::all_of(name.begin(), name.end(), token_char)) {
+            if (!is_header_name(name)) {
                 setup_problem = "configured header name '" + name + "' is not an HTTP token";
                 return;
             }
-            if (reserved_header(name)) {
+            if (is_transport_header(name)) {
                 setup_problem = "configured header '" + name + "' is set by the MCP transport itself";
                 return;
             }

@@ -36,6 +36,12 @@ struct http_endpoint {
 // up in logs; configure them as headers) and port 0.
 core::result<http_endpoint> parse_http_url(std::string_view url);
 
+// Whether `name` can be an HTTP field name (an RFC 9110 token).
+bool is_header_name(std::string_view name) noexcept;
+// Whether the transport sets header `name` itself (Host, Accept, Content-Type, Mcp-*, ...), so a
+// configured one could only conflict with it. Case-insensitive.
+bool is_transport_header(std::string_view name) noexcept;
+
 struct http_transport_options {
     std::string server_name;  // tags log lines
     std::string url;

@@ -23,7 +23,7 @@ using handler_result = boost::system::result<boost::json::object, error_object>;
 // Everything a backend may know about, and do with, the request it is serving.
 struct request_context {
     std::string principal;         // who is calling (from authentication); "" when unauthenticated is allowed
-    std::string session_id;        // legacy: the Mcp-Session-Id; modern and stdio: ""
+    std::string session_id;        // legacy: the Mcp-Session-Id (stdio: one id for the process); modern: ""
     era client_era = era::legacy;  // the era of this request
     std::string protocol_version;  // negotiated (legacy) or from _meta (modern)
     boost::json::object client_capabilities;  // from initialize (legacy) or _meta (modern)

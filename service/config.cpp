@@ -1,11 +1,9 @@
 #include "service/config.hpp"
 
 #include "core/sha256.hpp"
+#include "core/strict_yaml.hpp"
 #include "service/http_server.hpp"
 #include "service/keygen_command.hpp"
-
-#include <boost/json/serialize.hpp>
-#include <boost/json/string.hpp>
 
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -127,12 +125,13 @@ http_server_options to_http_server_options(server_config const& s) {
     o.read_timeout = s.read_timeout;
     o.idle_timeout = s.idle_timeout;
     o.max_connections = s.max_connections;
+    o.unix_socket = s.unix_socket;
+    o.unix_socket_mode = s.unix_socket_mode;
+    if (s.tls) o.tls = http_tls_files{s.tls->cert_file, s.tls->key_file};
     return o;
 }
 
 namespace {
-
-std::string in_quotes(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
 
 char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
@@ -147,10 +146,6 @@ bool iequals(std::string_view a, std::string_view b) {
            std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
 }
 
-bool is_blank(std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
-}
-
 std::string_view trim(std::string_view s) {
     auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
     while (!s.empty() && space(s.front())) s.remove_prefix(1);
@@ -158,101 +153,14 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-// ── YAML 1.2 core schema ──────────────────────────────────────────────────────────────────────
-//
-// yaml-cpp leaves typing to the reader, and its as<bool>() still takes YAML 1.1's yes/no/on/off.
-// Plain scalars are typed here by the YAML 1.2 core schema (as manifests are), and a value of the
-// wrong type is refused, not coerced: `optional: no` is the string "no", not false.
-
-enum class scalar_kind { null_, boolean, integer, floating, string, other_tag };
-
-bool all_digits(std::string_view s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-bool is_core_int(std::string_view s) {
-    auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); };
-    if (s.starts_with("0o"))
-        return s.size() > 2 && std::all_of(s.begin() + 2, s.end(), [](char c) { return c >= '0' && c <= '7'; });
-    if (s.starts_with("0x")) return s.size() > 2 && std::all_of(s.begin() + 2, s.end(), hex);
-    if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
-    return all_digits(s);
-}
-
-bool is_core_float(std::string_view s) {
-    if (s == ".nan" || s == ".NaN" || s == ".NAN") return true;
-    if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
-    if (s == ".inf" || s == ".Inf" || s == ".INF") return true;
-    std::size_t i = 0;
-    auto digits = [&] {
-        auto start = i;
-        while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
-        return i - start;
-    };
-    auto whole = digits();
-    std::size_t fraction = 0;
-    if (i < s.size() && s[i] == '.') {
-        ++i;
-        fraction = digits();
-    }
-    if (whole == 0 && fraction == 0) return false;
-    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-        ++i;
-        if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
-        if (digits() == 0) return false;
-    }
-    return i == s.size();
-}
-
-scalar_kind classify(YAML::Node const& n) {
-    if (n.IsNull()) return scalar_kind::null_;
-    auto const& tag = n.Tag();
-    if (tag == "!" || tag == "tag:yaml.org,2002:str") return scalar_kind::string;  // quoted or block
-    if (tag != "?") return scalar_kind::other_tag;
-    auto const& s = n.Scalar();
-    if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return scalar_kind::null_;
-    if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE")
-        return scalar_kind::boolean;
-    if (is_core_int(s)) return scalar_kind::integer;
-    if (is_core_float(s)) return scalar_kind::floating;
-    return scalar_kind::string;
-}
-
-// What a node is, without what it says: for fields that may hold a secret.
-std::string shape(YAML::Node const& n) {
-    if (n.IsMap()) return "a mapping";
-    if (n.IsSequence()) return "a sequence";
-    switch (classify(n)) {
-        case scalar_kind::null_: return "null";
-        case scalar_kind::boolean: return "a boolean";
-        case scalar_kind::integer: return "an integer";
-        case scalar_kind::floating: return "a number";
-        case scalar_kind::string: return "a string";
-        case scalar_kind::other_tag: return "a value tagged " + n.Tag();
-    }
-    return "an unsupported value";
-}
-
-// What a node is, with enough of its text to recognise it.
-std::string describe(YAML::Node const& n) {
-    if (!n.IsScalar()) return shape(n);
-    auto kind = classify(n);
-    if (kind == scalar_kind::null_ || kind == scalar_kind::other_tag) return shape(n);
-    auto const& s = n.Scalar();
-    std::string shown = s.size() <= 40 ? in_quotes(s) : in_quotes(s.substr(0, 40)) + "...";
-    if (kind == scalar_kind::string) return "a string (" + shown + ")";
-    return shape(n) + " (" + s + ")";
-}
-
-std::string child_path(std::string const& parent, std::string_view key) {
-    bool simple = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-    });
-    if (!simple) return parent + "[" + in_quotes(key) + "]";
-    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
-}
-
-std::string index_path(std::string const& parent, std::size_t i) { return parent + "[" + std::to_string(i) + "]"; }
+using core::yaml::all_digits;
+using core::yaml::child_path;
+using core::yaml::classify;
+using core::yaml::describe;
+using core::yaml::in_quotes;
+using core::yaml::index_path;
+using core::yaml::scalar_kind;
+using core::yaml::shape;
 
 std::string show_path(fs::path const& p) { return in_quotes(p.string()); }
 
@@ -315,43 +223,19 @@ constexpr std::size_t min_token_length = 16;
 
 // ── the reader ────────────────────────────────────────────────────────────────────────────────
 
-// Reads typed values out of YAML nodes, recording every problem with the key path at fault and
-// carrying on, so `airlock check` can list them all. A reader that returns nullopt has already
-// recorded why.
-class reader {
+// The configuration's own typed values (paths, files, durations, sizes, secrets), on top of the
+// strict reader every YAML document in airlock uses.
+class reader : public core::yaml::reader {
 public:
-    reader(fs::path base, env_lookup const& env) : base_(std::move(base)), env_(env) {}
+    reader(fs::path base, env_lookup const& env)
+        : core::yaml::reader({.document = "the configuration"}), base_(std::move(base)), env_(env) {}
 
-    std::vector<core::error> problems;
     std::vector<std::string> warnings;
 
     fs::path const& base() const { return base_; }
     std::optional<std::string> getenv(std::string const& name) const { return env_ ? env_(name) : std::nullopt; }
 
-    void fail(std::string code, std::string message) {
-        problems.push_back(core::make_error(std::move(code), std::move(message)));
-    }
     void warn(std::string message) { warnings.push_back(std::move(message)); }
-
-    // True when `n` is a mapping. Keys that are not strings, repeated or not in `known` are recorded,
-    // and the mapping is still read, so one stray key does not hide the problems after it.
-    bool mapping(YAML::Node const& n, std::string const& path, std::initializer_list<std::string_view> known) {
-        if (!n.IsMap()) {
-            fail("wrong_type", what(path) + " must be a mapping, not " + describe(n));
-            return false;
-        }
-        std::set<std::string> seen;
-        for (auto const& kv : n) {
-            if (!key_ok(kv.first, path, seen)) continue;
-            auto const& name = kv.first.Scalar();
-            if (std::find(known.begin(), known.end(), name) == known.end()) {
-                std::string list;
-                for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-                fail("unknown_key", child_path(path, name) + " is not a known field (expected one of: " + list + ")");
-            }
-        }
-        return true;
-    }
 
     // A mapping whose keys are the user's own (environment variable or header names): the keys in
     // file order, each a string and written once.
@@ -368,28 +252,6 @@ public:
         return out;
     }
 
-    std::optional<std::string> string(YAML::Node const& n, std::string const& path) {
-        if (!n.IsScalar() || classify(n) != scalar_kind::string) {
-            auto kind = n.IsScalar() ? classify(n) : scalar_kind::other_tag;
-            bool quotable =
-                kind == scalar_kind::boolean || kind == scalar_kind::integer || kind == scalar_kind::floating;
-            fail("wrong_type",
-                 path + " must be a string, not " + describe(n) + (quotable ? " (quote it to make it text)" : ""));
-            return std::nullopt;
-        }
-        return n.Scalar();
-    }
-
-    // A string with something in it other than whitespace.
-    std::optional<std::string> text(YAML::Node const& n, std::string const& path) {
-        auto s = string(n, path);
-        if (s && is_blank(*s)) {
-            fail("empty_field", path + " is empty");
-            return std::nullopt;
-        }
-        return s;
-    }
-
     // A value that may be a credential: any scalar, taken as written. Its content is never shown.
     std::optional<std::string> secret_scalar(YAML::Node const& n, std::string const& path) {
         if (!n.IsScalar() || classify(n) == scalar_kind::null_ || classify(n) == scalar_kind::other_tag) {
@@ -397,15 +259,6 @@ public:
             return std::nullopt;
         }
         return n.Scalar();
-    }
-
-    std::optional<bool> boolean(YAML::Node const& n, std::string const& path) {
-        if (!n.IsScalar() || classify(n) != scalar_kind::boolean) {
-            fail("wrong_type", path + " must be true or false, not " + describe(n));
-            return std::nullopt;
-        }
-        auto const& s = n.Scalar();
-        return s == "true" || s == "True" || s == "TRUE";
     }
 
     std::optional<std::uint64_t> count(YAML::Node const& n, std::string const& path, std::uint64_t min,
@@ -497,10 +350,7 @@ public:
     // A sequence of non-blank strings.
     std::optional<std::vector<std::pair<std::string, std::string>>> strings(YAML::Node const& n,
                                                                             std::string const& path) {
-        if (!n.IsSequence()) {
-            fail("wrong_type", path + " must be a sequence, not " + describe(n));
-            return std::nullopt;
-        }
+        if (!sequence(n, path)) return std::nullopt;
         std::vector<std::pair<std::string, std::string>> out;  // (item path, value)
         bool ok = true;
         for (std::size_t i = 0; i < n.size(); ++i) {
@@ -533,23 +383,6 @@ public:
     }
 
 private:
-    static std::string what(std::string const& path) { return path.empty() ? std::string("the configuration") : path; }
-
-    bool key_ok(YAML::Node const& key, std::string const& path, std::set<std::string>& seen) {
-        if (!key.IsScalar() || classify(key) == scalar_kind::other_tag || classify(key) == scalar_kind::null_) {
-            fail("wrong_type", "a key in " + what(path) + " is " + describe(key) + "; keys must be strings");
-            return false;
-        }
-        auto const& name = key.Scalar();
-        // yaml-cpp keeps both entries of a repeated key and a lookup sees the first; another reader
-        // may take the last. A configuration two readers understand differently is refused.
-        if (!seen.insert(name).second) {
-            fail("duplicate_key", child_path(path, name) + " is written twice");
-            return false;
-        }
-        return true;
-    }
-
     fs::path base_;
     env_lookup const& env_;
 };
@@ -850,20 +683,6 @@ std::optional<signing_config> read_signing(reader& r, YAML::Node const& n) {
 
 // ── upstreams ─────────────────────────────────────────────────────────────────────────────────
 
-bool token_char(char c) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-    return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
-// Header names the MCP transport sets itself; a configured one could only conflict with it.
-bool reserved_header(std::string_view name) {
-    static constexpr std::string_view reserved[] = {"host", "accept", "content-type", "content-length",
-                                                    "transfer-encoding", "connection", "last-event-id"};
-    for (auto r : reserved)
-        if (iequals(name, r)) return true;
-    return name.size() >= 4 && iequals(name.substr(0, 4), "mcp-");
-}
-
 // A value given inline, or taken from airlock's environment or a file at load: `VALUE`,
 // `{env: NAME}` or `{file: PATH}`, each optionally with `prefix:` (e.g. "Bearer ").
 std::optional<std::string> read_secret_value(reader& r, YAML::Node const& n, std::string const& path) {
@@ -1027,11 +846,12 @@ void read_http(reader& r, YAML::Node const& n, std::string const& p, upstream_co
         if (auto entries = r.entries(v, hp)) {
             for (auto const& [name, value] : *entries) {
                 auto ep = child_path(hp, name);
-                if (name.empty() || !std::all_of(name.begin(), name.end(), token_char)) {
+                // Refused here as well as by the transport, so `airlock check` reports it with the key path.
+                if (!mcp::is_header_name(name)) {
                     r.fail("invalid_value", ep + ": " + in_quotes(name) + " is not an HTTP header name");
                     continue;
                 }
-                if (reserved_header(name)) {
+                if (mcp::is_transport_header(name)) {
                     r.fail("invalid_value", ep + " is set by the MCP transport itself and cannot be configured");
                     continue;
                 }
@@ -1184,10 +1004,7 @@ std::optional<core::remote_destination> parse_remote(reader& r, std::string cons
 
 void read_egress(reader& r, YAML::Node const& n, core::egress_allowlist& allow) {
     std::string const p = "egress";
-    if (!n.IsSequence()) {
-        r.fail("wrong_type", p + " must be a sequence, not " + describe(n));
-        return;
-    }
+    if (!r.sequence(n, p)) return;
     for (std::size_t i = 0; i < n.size(); ++i) {
         auto ip = index_path(p, i);
         auto const item = n[i];
@@ -1319,10 +1136,7 @@ std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, s
 template <class T, class Read>
 void read_list(reader& r, YAML::Node const& n, std::string const& p, std::vector<T>& out,
                std::vector<std::size_t>& written_at, Read read) {
-    if (!n.IsSequence()) {
-        r.fail("wrong_type", p + " must be a sequence, not " + describe(n));
-        return;
-    }
+    if (!r.sequence(n, p)) return;
     for (std::size_t i = 0; i < n.size(); ++i) {
         auto ip = index_path(p, i);
         if (auto item = read(r, n[i], ip)) {

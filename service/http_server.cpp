@@ -26,7 +26,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -139,12 +141,17 @@ struct http_server::state : std::enable_shared_from_this<state> {
         boost::system::error_code ec;
         ctx->use_certificate_chain_file(files.cert_file.string(), ec);
         if (ec) fail(ec, "TLS certificate file '" + files.cert_file.string() + "' is not a PEM certificate chain");
-        ctx->use_private_key_file(files.key_file.string(), ssl::context::pem, ec);
-        if (ec) fail(ec, "TLS key file '" + files.key_file.string() + "' is not a PEM private key");
-        if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)
+        auto mismatch = [&] {
             fail(make_error_code(boost::system::errc::invalid_argument),
                  "TLS key file '" + files.key_file.string() + "' does not match certificate '" +
                      files.cert_file.string() + "'");
+        };
+        ctx->use_private_key_file(files.key_file.string(), ssl::context::pem, ec);
+        if (ec && ec.category() == asio::error::get_ssl_category() &&
+            ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH)
+            mismatch();
+        if (ec) fail(ec, "TLS key file '" + files.key_file.string() + "' is not a PEM private key");
+        if (SSL_CTX_check_private_key(ctx->native_handle()) != 1) mismatch();
         tls = std::move(ctx);
     }
 
@@ -332,6 +339,14 @@ struct http_server::state : std::enable_shared_from_this<state> {
     asio::awaitable<void> run_handler(http_request& req, std::optional<http_reply>& out) {
         try {
             out.emplace(co_await handler(req));
+        } catch (boost::system::system_error const& e) {
+            // A handler that goes on awaiting after the client left is told so by an exception.
+            if (e.code() == asio::error::operation_aborted)
+                spdlog::debug("request handler stopped: the client went away");
+            else
+                spdlog::error("request handler failed: {}", e.what());
+            out.emplace(json_error(http::status::internal_server_error, "internal_error", "the request could not be served",
+                                   req.version(), false));
         } catch (std::exception const& e) {
             spdlog::error("request handler failed: {}", e.what());
             auto res = json_error(http::status::internal_server_error, "internal_error", "the request could not be served",
@@ -354,14 +369,16 @@ struct http_server::state : std::enable_shared_from_this<state> {
             if (ec == asio::error::eof) {
                 if (!chunked) co_return true;
                 low.expires_after(options.write_timeout);
-                auto [wec, n] = co_await asio::async_write(stream, http::make_chunk_last(), as_tuple(use_awaitable));
+                auto last = http::make_chunk_last();
+                auto [wec, n] = co_await asio::async_write(stream, last, as_tuple(use_awaitable));
                 co_return !wec;
             }
             if (ec) co_return false;
             if (chunk.empty()) continue;  // an empty chunk would end a chunked body
             low.expires_after(options.write_timeout);
             if (chunked) {
-                auto [wec, n] = co_await asio::async_write(stream, http::make_chunk(asio::buffer(chunk)), as_tuple(use_awaitable));
+                auto framed = http::make_chunk(asio::buffer(chunk));
+                auto [wec, n] = co_await asio::async_write(stream, framed, as_tuple(use_awaitable));
                 if (wec) co_return false;
             } else {
                 auto [wec, n] = co_await asio::async_write(stream, asio::buffer(chunk), as_tuple(use_awaitable));
@@ -407,8 +424,8 @@ struct http_server::state : std::enable_shared_from_this<state> {
     asio::awaitable<bool> serve(Stream& stream, connection& c, bool over_capacity) {
         auto& low = beast::get_lowest_layer(stream);
         if (over_capacity) {
-            co_await write_and_close(stream, json_error(http::status::service_unavailable, "over_capacity",
-                                                        "too many connections; retry later", 11, false));
+            auto refusal = json_error(http::status::service_unavailable, "over_capacity", "too many connections; retry later", 11, false);
+            co_await write_and_close(stream, std::move(refusal));
             co_return true;
         }
 
@@ -433,19 +450,17 @@ struct http_server::state : std::enable_shared_from_this<state> {
                 if (hec == http::error::end_of_stream || hec == beast::error::timeout ||
                     hec == asio::error::connection_reset || hec == asio::error::operation_aborted || stopping)
                     co_return false;
+                http_response refusal;
                 if (hec == http::error::header_limit) {
-                    co_await write_and_close(stream, json_error(http::status::request_header_fields_too_large,
-                                                                "header_too_large",
-                                                                "request headers exceed " +
-                                                                    std::to_string(options.header_limit) + " bytes"));
+                    refusal = json_error(http::status::request_header_fields_too_large, "header_too_large",
+                                         "request headers exceed " + std::to_string(options.header_limit) + " bytes");
                 } else if (hec == http::error::body_limit) {
-                    co_await write_and_close(stream, json_error(http::status::payload_too_large, "body_too_large",
-                                                                "request body exceeds " +
-                                                                    std::to_string(options.body_limit) + " bytes"));
+                    refusal = json_error(http::status::payload_too_large, "body_too_large",
+                                         "request body exceeds " + std::to_string(options.body_limit) + " bytes");
                 } else {
-                    co_await write_and_close(
-                        stream, json_error(http::status::bad_request, "bad_request", "malformed HTTP request: " + hec.message()));
+                    refusal = json_error(http::status::bad_request, "bad_request", "malformed HTTP request: " + hec.message());
                 }
+                co_await write_and_close(stream, std::move(refusal));
                 co_return true;
             }
             first = false;

@@ -26,8 +26,8 @@ struct subcommand {
 // Listed in --help even before they exist, so users see the whole shape of the tool.
 constexpr subcommand subcommands[] = {
     {"serve", "run the HTTP service: MCP gateway at /mcp, REST API, health and metrics", true},
-    {"stdio", "serve one MCP client on stdin/stdout (for hosts that spawn their servers)", false},
-    {"check", "validate an agent manifest and print its name, version and digest", true},
+    {"stdio", "serve one MCP client on stdin/stdout (for hosts that spawn their servers)", true},
+    {"check", "validate an agent manifest or a configuration file", true},
     {"run", "run one agent from a manifest and print its output", false},
     {"replay", "re-run a journaled run from the journal alone (no model or tool calls)", false},
     {"journal", "verify, show, export and import journaled runs", true},
@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (cmd == "serve") return airlock::service::run_serve(rest);
+    if (cmd == "stdio") return airlock::service::run_stdio(rest);
     if (cmd == "check") return airlock::service::run_check(rest);
     if (cmd == "journal") return airlock::service::run_journal(rest);
     if (cmd == "tools") return airlock::service::run_tools(rest);

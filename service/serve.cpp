@@ -1,13 +1,22 @@
 #include "service/serve.hpp"
 
+#include "mcp/http_transport.hpp"
+#include "mcp/router.hpp"
+#include "mcp/stdio_transport.hpp"
+#include "service/config.hpp"
+#include "service/gateway.hpp"
 #include "service/http_server.hpp"
+#include "service/mcp_endpoint.hpp"
+#include "service/stdio_endpoint.hpp"
+#include "store/lmdb_store.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/json/serialize.hpp>
-#include <boost/json/value.hpp>
+#include <boost/asio/use_future.hpp>
 
+#include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
 #include <charconv>
@@ -21,13 +30,18 @@ namespace asio = boost::asio;
 
 namespace {
 
-void serve_usage(std::ostream& out) {
-    out << "usage: airlock serve [--listen HOST:PORT] [--threads N]\n"
-           "  --listen HOST:PORT   address to listen on (default 127.0.0.1:8787; port 0 picks a free one)\n"
-           "  --threads N          I/O threads (default: hardware concurrency)\n";
-}
+constexpr char serve_usage[] =
+    "usage: airlock serve [--config FILE] [--listen HOST:PORT] [--threads N]\n"
+    "  --config FILE        configuration (docs/configuration.md); without it, the embedded defaults:\n"
+    "                       127.0.0.1:8787, journal in var/journal, no upstreams, no principals\n"
+    "  --listen HOST:PORT   overrides server.listen (port 0 picks a free one)\n"
+    "  --threads N          overrides server.threads\n";
 
-bool parse_listen(std::string const& text, http_server_options& opts) {
+constexpr char stdio_usage[] =
+    "usage: airlock stdio --config FILE [--principal NAME]\n"
+    "  serves one MCP client on stdin/stdout as NAME (default: the only principal in the file)\n";
+
+bool parse_listen(std::string const& text, server_config& s) {
     auto colon = text.rfind(':');
     if (colon == std::string::npos) return false;
     std::string host = text.substr(0, colon);
@@ -36,12 +50,113 @@ bool parse_listen(std::string const& text, http_server_options& opts) {
     auto ptext = std::string_view(text).substr(colon + 1);
     auto [p, ec] = std::from_chars(ptext.data(), ptext.data() + ptext.size(), port);
     if (ec != std::errc{} || p != ptext.data() + ptext.size() || port > 65535 || host.empty()) return false;
-    opts.host = host;
-    opts.port = static_cast<std::uint16_t>(port);
+    s.host = host;
+    s.port = static_cast<std::uint16_t>(port);
+    s.unix_socket.reset();
     return true;
 }
 
-asio::awaitable<http_response> route(http_request& req) {
+// The configuration with no file: every setting at its default, paths relative to the working directory.
+config embedded_defaults() {
+    config c;
+    c.base_dir = std::filesystem::current_path();
+    c.journal.directory = c.base_dir / "var" / "journal";
+    return c;
+}
+
+core::result<config> load(std::optional<std::string> const& file) {
+    if (!file) return embedded_defaults();
+    auto c = load_config(*file, process_environment());
+    if (!c) return c.error();
+    if (auto made = create_missing_secrets(*c); !made) return made.error();
+    for (auto const& w : c->warnings) spdlog::warn("config: {}", w);
+    return c;
+}
+
+void apply_logging(logging_config const& l) {
+    switch (l.level) {
+        case log_level::trace: spdlog::set_level(spdlog::level::trace); break;
+        case log_level::debug: spdlog::set_level(spdlog::level::debug); break;
+        case log_level::info: spdlog::set_level(spdlog::level::info); break;
+        case log_level::warn: spdlog::set_level(spdlog::level::warn); break;
+        case log_level::error: spdlog::set_level(spdlog::level::err); break;
+    }
+}
+
+// Everything that serves MCP, built from a configuration: journal, upstream clients, gateway.
+struct service_core {
+    std::shared_ptr<store::lmdb_store> journal;
+    std::vector<std::shared_ptr<mcp::mcp_client>> clients;
+    std::shared_ptr<gateway> gw;
+};
+
+core::result<service_core> build_core(config const& c, asio::any_io_executor exec) {
+    service_core sc;
+    auto opened = store::lmdb_store::open(c.journal);
+    if (!opened) return opened.error();
+    sc.journal = std::shared_ptr<store::lmdb_store>(std::move(*opened));
+
+    gateway_options go;
+    go.executor = exec;
+    go.egress = c.egress;
+    go.journal = sc.journal;
+    go.pins = sc.journal;
+    if (c.signing) {
+        go.signer = c.signing->signer;
+        go.provenance_lifetime = c.signing->lifetime;
+    }
+    go.server_info = {"airlock", AIRLOCK_VERSION, std::nullopt, std::nullopt};
+    for (auto const& u : c.upstreams) {
+        mcp::client_options co;
+        co.server_name = u.name;
+        co.call_deadline = u.deadline;
+        co.client_info = {"airlock", AIRLOCK_VERSION, std::nullopt, std::nullopt};
+        std::unique_ptr<mcp::transport> t;
+        if (u.kind == upstream_kind::stdio) {
+            co.kind = mcp::transport_kind::stdio;
+            t = std::make_unique<mcp::stdio_transport>(exec, u.stdio);
+        } else {
+            co.kind = mcp::transport_kind::http;
+            auto ho = u.http;
+            // Resolve once, refuse internal addresses unless that exact destination is granted,
+            // and connect only to the address that was checked.
+            auto const* remote = std::get_if<core::remote_destination>(&u.destination);
+            if (remote) {
+                ho.allow_address = [egress = c.egress, scheme = remote->scheme,
+                                    port = remote->port](asio::ip::address const& a) {
+                    return mcp::address_permitted(egress, scheme, port, a);
+                };
+            }
+            t = std::make_unique<mcp::http_transport>(exec, std::move(ho));
+        }
+        auto client = std::make_shared<mcp::mcp_client>(std::move(t), co);
+        sc.clients.push_back(client);
+        go.upstreams.push_back({u.name, client, u.prefix == tool_prefix::server});
+        go.call_deadline = std::max(go.call_deadline, u.deadline);
+    }
+    for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted});
+    auto g = gateway::make(std::move(go));
+    if (!g) return g.error();
+    sc.gw = *g;
+    return sc;
+}
+
+// Bearer tokens compared in constant time: digests of equal length, so neither content nor length
+// leaks through timing.
+std::function<std::optional<std::string>(std::string_view)> token_authenticator(config const& c) {
+    std::vector<std::pair<core::sha256_digest, std::string>> tokens;
+    for (auto const& p : c.principals)
+        if (!p.token.empty()) tokens.emplace_back(core::sha256(p.token), p.name);
+    return [tokens = std::move(tokens)](std::string_view presented) -> std::optional<std::string> {
+        auto d = core::sha256(presented);
+        std::optional<std::string> who;
+        for (auto const& [digest, name] : tokens)
+            if (CRYPTO_memcmp(digest.data(), d.data(), d.size()) == 0) who = name;
+        return who;
+    };
+}
+
+asio::awaitable<http_response> fallback_route(http_request& req) {
     auto target = req.target();
     auto path = target.substr(0, target.find('?'));
     if (path == "/healthz") {
@@ -52,11 +167,15 @@ asio::awaitable<http_response> route(http_request& req) {
     co_return json_error(http::status::not_found, "not_found", "no route for " + std::string(path), req.version());
 }
 
+void close_clients(asio::io_context& ioc, std::vector<std::shared_ptr<mcp::mcp_client>> const& clients) {
+    for (auto const& c : clients) asio::co_spawn(ioc, c->async_close(), asio::detached);
+}
+
 }  // namespace
 
 int run_serve(std::vector<std::string> const& args) {
-    http_server_options opts;
-    unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+    std::optional<std::string> config_file, listen;
+    std::optional<unsigned> threads_override;
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
         auto value = [&](char const* name) -> std::string const* {
@@ -67,61 +186,106 @@ int run_serve(std::vector<std::string> const& args) {
             return &args[++i];
         };
         if (a == "--help" || a == "-h") {
-            serve_usage(std::cout);
+            std::cout << serve_usage;
             return 0;
+        } else if (a == "--config") {
+            auto v = value("--config");
+            if (!v) return 2;
+            config_file = *v;
         } else if (a == "--listen") {
             auto v = value("--listen");
             if (!v) return 2;
-            if (!parse_listen(*v, opts)) {
-                std::cerr << "airlock serve: --listen: '" << *v << "' is not HOST:PORT\n";
-                return 2;
-            }
+            listen = *v;
         } else if (a == "--threads") {
             auto v = value("--threads");
             if (!v) return 2;
-            auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), threads);
-            if (ec != std::errc{} || p != v->data() + v->size() || threads == 0 || threads > 256) {
+            unsigned n = 0;
+            auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+            if (ec != std::errc{} || p != v->data() + v->size() || n == 0 || n > 256) {
                 std::cerr << "airlock serve: --threads: '" << *v << "' is not a number from 1 to 256\n";
                 return 2;
             }
+            threads_override = n;
         } else {
-            std::cerr << "airlock serve: unknown option '" << a << "'\n";
-            serve_usage(std::cerr);
+            std::cerr << "airlock serve: unknown option '" << a << "'\n" << serve_usage;
             return 2;
         }
     }
+    server_config probe;
+    if (listen && !parse_listen(*listen, probe)) {
+        std::cerr << "airlock serve: --listen: '" << *listen << "' is not HOST:PORT\n";
+        return 2;
+    }
+    auto c = load(config_file);
+    if (!c) {
+        std::cerr << "airlock serve: " << (config_file ? *config_file + ": " : "") << c.error().message << "\n";
+        return 1;
+    }
+    apply_logging(c->logging);
+    if (listen) parse_listen(*listen, c->server);
+    if (threads_override) c->server.threads = *threads_override;
+    unsigned threads = c->server.threads ? c->server.threads : std::max(1u, std::thread::hardware_concurrency());
 
     asio::io_context ioc(static_cast<int>(threads));
-    http_server server(ioc, opts, route);
+    auto sc = build_core(*c, ioc.get_executor());
+    if (!sc) {
+        spdlog::error("cannot start: {}", sc.error().message);
+        return 1;
+    }
+    mcp_endpoint_options eo;
+    eo.allowed_hosts = c->server.allowed_hosts;
+    eo.allowed_origins = c->server.allowed_origins;
+    eo.authenticate = token_authenticator(*c);
+    auto endpoint = std::make_shared<mcp_endpoint>(sc->gw, eo);
+    auto http_options = to_http_server_options(c->server);
+    http_server server(ioc, http_options, make_mcp_handler(endpoint, fallback_route));
     try {
         server.listen();
     } catch (boost::system::system_error const& e) {
-        spdlog::error("cannot listen on {}:{}: {}", opts.host, opts.port, e.code().message());
+        spdlog::error("cannot listen: {}", e.what());
         return 1;
     }
-    auto ep = server.local_endpoint();
+    std::string where;
+    if (http_options.unix_socket) {
+        endpoint->listening_on("", 0, true);
+        where = "unix:" + http_options.unix_socket->string();
+    } else {
+        auto ep = server.local_endpoint();
+        endpoint->listening_on(http_options.host, ep.port());
+        auto host = ep.address().to_string();
+        where = std::string(http_options.tls ? "https://" : "http://") + (ep.address().is_v6() ? "[" + host + "]" : host) +
+                ":" + std::to_string(ep.port());
+    }
     server.start();
-    // The line tests and scripts wait for; it names the port actually bound (port 0 → a free one).
-    spdlog::info("airlock {} listening on http://{}:{}", AIRLOCK_VERSION, ep.address().to_string(), ep.port());
+    // The line tests and scripts wait for; it names the address actually bound (port 0 → a free one).
+    spdlog::info("airlock {} listening on {} ({} upstreams, {} principals, journal {})", AIRLOCK_VERSION, where,
+                 c->upstreams.size(), c->principals.size(), c->journal.directory.string());
 
     asio::signal_set signals(ioc, SIGINT, SIGTERM);
+    auto grace = c->server.drain_grace;
     signals.async_wait([&](boost::system::error_code const& ec, int sig) {
         if (ec) return;
-        spdlog::info("signal {} received: draining", sig);
+        spdlog::info("signal {} received: draining (grace {} ms)", sig, grace.count());
+        endpoint->shutdown();
         server.stop();
-        // In-flight requests get a grace period; the loop ends as soon as the last connection is
+        close_clients(ioc, sc->clients);
+        // In-flight requests get the grace period; the loop ends as soon as the last connection is
         // gone, or when the grace period runs out, whichever comes first.
-        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        auto deadline = std::chrono::steady_clock::now() + grace;
         auto timer = std::make_shared<asio::steady_timer>(ioc);
         auto check = std::make_shared<std::function<void()>>();
         *check = [&ioc, &server, timer, deadline, check] {
             if (server.active_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
-                ioc.stop();
+                // A moment for upstream children to be stopped by close_clients.
+                timer->expires_after(std::chrono::milliseconds(300));
+                timer->async_wait([&ioc](boost::system::error_code const&) { ioc.stop(); });
                 *check = nullptr;  // break the self-reference
                 return;
             }
             timer->expires_after(std::chrono::milliseconds(20));
-            timer->async_wait([check](boost::system::error_code const&) { if (*check) (*check)(); });
+            timer->async_wait([check](boost::system::error_code const&) {
+                if (*check) (*check)();
+            });
         };
         (*check)();
     });
@@ -131,6 +295,69 @@ int run_serve(std::vector<std::string> const& args) {
     ioc.run();
     for (auto& t : pool) t.join();
     spdlog::info("airlock stopped");
+    return 0;
+}
+
+int run_stdio(std::vector<std::string> const& args) {
+    std::optional<std::string> config_file, principal;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        auto const& a = args[i];
+        if (a == "--help" || a == "-h") {
+            std::cout << stdio_usage;
+            return 0;
+        }
+        if ((a == "--config" || a == "--principal") && i + 1 < args.size()) {
+            (a == "--config" ? config_file : principal) = args[++i];
+        } else {
+            std::cerr << "airlock stdio: unknown or incomplete option '" << a << "'\n" << stdio_usage;
+            return 2;
+        }
+    }
+    if (!config_file) {
+        std::cerr << "airlock stdio: --config is required\n" << stdio_usage;
+        return 2;
+    }
+    auto c = load(config_file);
+    if (!c) {
+        std::cerr << "airlock stdio: " << *config_file << ": " << c.error().message << "\n";
+        return 1;
+    }
+    apply_logging(c->logging);
+    if (!principal) {
+        if (c->principals.size() != 1) {
+            std::cerr << "airlock stdio: --principal is required when the configuration has "
+                      << c->principals.size() << " principals\n";
+            return 2;
+        }
+        principal = c->principals.front().name;
+    } else {
+        bool known = false;
+        for (auto const& p : c->principals) known = known || p.name == *principal;
+        if (!known) {
+            std::cerr << "airlock stdio: --principal: no principal '" << *principal << "' in the configuration\n";
+            return 2;
+        }
+    }
+    asio::io_context ioc;
+    auto sc = build_core(*c, ioc.get_executor());
+    if (!sc) {
+        spdlog::error("cannot start: {}", sc.error().message);
+        return 1;
+    }
+    stdio_endpoint_options so;
+    so.principal = *principal;
+    auto task = [&]() -> asio::awaitable<void> {
+        co_await async_serve_stdio(sc->gw, so);
+        for (auto const& client : sc->clients) co_await client->async_close();
+    };
+    auto done = asio::co_spawn(ioc, task(), asio::use_future);
+    ioc.run();
+    try {
+        done.get();
+    } catch (std::exception const& e) {
+        spdlog::error("stdio session ended by an internal error: {}", e.what());
+        return 1;
+    }
     return 0;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// `airlock serve`: the long-running HTTP service.
+// `airlock serve` (the HTTP service) and `airlock stdio` (one MCP client on stdin/stdout).
 
 #include <string>
 #include <vector>
@@ -8,5 +8,7 @@ namespace airlock::service {
 
 // Runs until SIGINT/SIGTERM; returns the process exit code.
 int run_serve(std::vector<std::string> const& args);
+// Serves one MCP client on stdin/stdout until end of input; logs go to stderr only.
+int run_stdio(std::vector<std::string> const& args);
 
 }  // namespace airlock::service

@@ -32,3 +32,19 @@ TEST_CASE("airlock check on a missing file exits 1 naming the file") {
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains("/nonexistent/agent.yaml"));
 }
+
+TEST_CASE("airlock check validates a configuration file and prints its summary") {
+    auto r = run_command({AIRLOCK_BINARY, "check", std::string(AIRLOCK_SOURCE_DIR) + "/examples/airlock.yaml"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Catch::StartsWith("ok config "));
+}
+
+TEST_CASE("airlock check names an unknown configuration key with its path") {
+    temp_dir dir;
+    auto path = dir.path() / "airlock.yaml";
+    std::ofstream(path) << "server:\n  listen: 127.0.0.1:0\n  lisen: oops\n";
+    auto r = run_command({AIRLOCK_BINARY, "check", path.string()});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.out, Catch::Contains("server.lisen"));
+}

@@ -1,0 +1,202 @@
+#include "core/strict_yaml.hpp"
+
+#include "core/canonical_json.hpp"
+
+#include <boost/json/serialize.hpp>
+#include <boost/json/string.hpp>
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+// yaml-cpp hands back text and leaves typing to the reader, and its own as<bool>() takes YAML 1.1's
+// yes/no/on/off. A security manifest or a gateway's configuration should mean the same thing to
+// every tool that reads it, so plain scalars are resolved by the YAML 1.2 core schema (what most
+// current parsers do), and a value of the wrong type is refused rather than coerced:
+// `version: 1.10` is the number 1.1 to a YAML 1.2 reader, and `mutates: no` is the string "no".
+
+namespace airlock::core::yaml {
+
+bool all_digits(std::string_view s, int base) noexcept {
+    if (s.empty()) return false;
+    return std::all_of(s.begin(), s.end(), [base](char c) {
+        if (base == 8) return c >= '0' && c <= '7';
+        if (base == 16) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        return c >= '0' && c <= '9';
+    });
+}
+
+bool is_core_int(std::string_view s) noexcept {
+    if (s.starts_with("0o")) return all_digits(s.substr(2), 8);
+    if (s.starts_with("0x")) return all_digits(s.substr(2), 16);
+    if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+    return all_digits(s, 10);
+}
+
+bool is_core_float(std::string_view s) noexcept {
+    if (s == ".nan" || s == ".NaN" || s == ".NAN") return true;
+    if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+    if (s == ".inf" || s == ".Inf" || s == ".INF") return true;
+    std::size_t i = 0;
+    auto digits = [&] {
+        std::size_t start = i;
+        while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+        return i - start;
+    };
+    std::size_t whole = digits();
+    std::size_t fraction = 0;
+    if (i < s.size() && s[i] == '.') {
+        ++i;
+        fraction = digits();
+    }
+    if (whole == 0 && fraction == 0) return false;
+    if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+        ++i;
+        if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
+        if (digits() == 0) return false;
+    }
+    return i == s.size();
+}
+
+scalar_kind classify(YAML::Node const& n) {
+    if (n.IsNull()) return scalar_kind::null_;
+    auto const& tag = n.Tag();
+    // "!" marks a quoted or block scalar: always a string.
+    if (tag == "!" || tag == "tag:yaml.org,2002:str") return scalar_kind::string;
+    if (tag != "?") return scalar_kind::other_tag;
+    auto const& s = n.Scalar();
+    if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return scalar_kind::null_;
+    if (s == "true" || s == "True" || s == "TRUE" || s == "false" || s == "False" || s == "FALSE")
+        return scalar_kind::boolean;
+    if (is_core_int(s)) return scalar_kind::integer;
+    if (is_core_float(s)) return scalar_kind::floating;
+    return scalar_kind::string;
+}
+
+std::string in_quotes(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
+
+bool is_blank(std::string_view s) noexcept {
+    return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
+}
+
+std::string shape(YAML::Node const& n) {
+    if (n.IsMap()) return "a mapping";
+    if (n.IsSequence()) return "a sequence";
+    switch (classify(n)) {
+        case scalar_kind::null_: return "null";
+        case scalar_kind::boolean: return "a boolean";
+        case scalar_kind::integer: return "an integer";
+        case scalar_kind::floating: return "a number";
+        case scalar_kind::string: return "a string";
+        case scalar_kind::other_tag: return "a value tagged " + n.Tag();
+    }
+    return "an unsupported value";
+}
+
+std::string describe(YAML::Node const& n) {
+    if (!n.IsScalar()) return shape(n);
+    auto kind = classify(n);
+    if (kind == scalar_kind::null_ || kind == scalar_kind::other_tag) return shape(n);
+    auto const& s = n.Scalar();
+    if (kind != scalar_kind::string) return shape(n) + " (" + s + ")";
+    // Enough to recognise the value; a whole paragraph of role text would bury the point.
+    if (s.size() <= 40) return "a string (" + in_quotes(s) + ")";
+    std::size_t cut = 40;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // whole characters only
+    return "a string (" + in_quotes(s.substr(0, cut)) + "...)";
+}
+
+std::string child_path(std::string const& parent, std::string_view key) {
+    bool simple = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+    if (!simple) return parent + "[" + in_quotes(key) + "]";
+    return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+std::string index_path(std::string const& parent, std::size_t i) { return parent + "[" + std::to_string(i) + "]"; }
+
+// ── reader ────────────────────────────────────────────────────────────────────────────────────
+
+void reader::fail(std::string code, std::string message) {
+    problems.push_back(make_error(std::move(code), std::move(message)));
+}
+
+std::string reader::what(std::string const& path) const {
+    return path.empty() ? std::string(rules_.document) : path;
+}
+
+bool reader::key_ok(YAML::Node const& key, std::string const& path, std::set<std::string>& seen) {
+    // A null key (`~: x`) is never a scalar: yaml-cpp reads a plain null as a null node.
+    if (!key.IsScalar() || classify(key) == scalar_kind::other_tag) {
+        fail("wrong_type", "a key in " + what(path) + " is " + describe(key) + "; keys must be strings");
+        return false;
+    }
+    auto const& name = key.Scalar();
+    // yaml-cpp keeps both entries of a repeated key and a lookup sees the first; another reader may
+    // take the last. A document two readers understand differently is refused.
+    if (!seen.insert(name).second) {
+        fail("duplicate_key", child_path(path, name) + " is written twice");
+        return false;
+    }
+    return true;
+}
+
+bool reader::mapping(YAML::Node const& n, std::string const& path, std::initializer_list<std::string_view> known) {
+    if (!n.IsMap()) {
+        fail("wrong_type", what(path) + " must be a mapping, not " + describe(n));
+        return false;
+    }
+    std::set<std::string> seen;
+    for (auto const& kv : n) {
+        if (!key_ok(kv.first, path, seen)) continue;
+        auto const& name = kv.first.Scalar();
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+            std::string list;
+            for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+            fail("unknown_key", child_path(path, name) + " is not a known field (expected one of: " + list + ")");
+        }
+    }
+    return true;
+}
+
+bool reader::sequence(YAML::Node const& n, std::string const& path) {
+    if (n.IsSequence()) return true;
+    fail("wrong_type", path + " must be a sequence, not " + describe(n));
+    return false;
+}
+
+std::optional<std::string> reader::string(YAML::Node const& n, std::string const& path) {
+    if (!n.IsScalar() || classify(n) != scalar_kind::string) {
+        auto kind = n.IsScalar() ? classify(n) : scalar_kind::other_tag;
+        bool quotable = kind == scalar_kind::boolean || kind == scalar_kind::integer || kind == scalar_kind::floating;
+        fail("wrong_type",
+             path + " must be a string, not " + describe(n) + (quotable ? " (quote it to make it text)" : ""));
+        return std::nullopt;
+    }
+    if (rules_.utf8_strings && !is_valid_utf8(n.Scalar())) {
+        fail("not_utf8", path + " is not valid UTF-8");
+        return std::nullopt;
+    }
+    return n.Scalar();
+}
+
+std::optional<std::string> reader::text(YAML::Node const& n, std::string const& path) {
+    auto s = string(n, path);
+    if (s && is_blank(*s)) {
+        fail("empty_field", path + " is empty");
+        return std::nullopt;
+    }
+    return s;
+}
+
+std::optional<bool> reader::boolean(YAML::Node const& n, std::string const& path) {
+    if (!n.IsScalar() || classify(n) != scalar_kind::boolean) {
+        fail("wrong_type", path + " must be true or false, not " + describe(n));
+        return std::nullopt;
+    }
+    auto const& s = n.Scalar();
+    return s == "true" || s == "True" || s == "TRUE";
+}
+
+}  // namespace airlock::core::yaml

@@ -1,0 +1,426 @@
+#include "service/stdio_endpoint.hpp"
+
+#include "mcp/era.hpp"
+#include "mcp/jsonrpc.hpp"
+#include "mcp/messages.hpp"
+#include "service/mcp_endpoint.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/json/value_from.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+namespace airlock::service {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using asio::as_tuple;
+using asio::use_awaitable;
+using namespace asio::experimental::awaitable_operators;
+using error_code = boost::system::error_code;
+
+namespace {
+
+using line_channel = asio::experimental::concurrent_channel<void(error_code, std::string)>;
+using answer_channel = asio::experimental::concurrent_channel<void(error_code, std::shared_ptr<mcp::handler_result>)>;
+
+// One client request being served.
+struct stdio_request {
+    mcp::request_context ctx;
+    asio::cancellation_signal cancel;
+    std::string method;
+    bool cancelled = false;
+    std::vector<std::int64_t> asks;  // questions it has put to the client and is waiting on
+};
+
+// Everything below is touched only on `exec` (a strand), except `outbox`, which backend
+// listeners may feed from any thread.
+struct stdio_state : std::enable_shared_from_this<stdio_state> {
+    stdio_state(std::shared_ptr<mcp::server_backend> b, stdio_endpoint_options o, asio::any_io_executor ex)
+        : backend(std::move(b)), options(std::move(o)), exec(ex), outbox(ex, 256), idle(ex) {}
+
+    std::shared_ptr<mcp::server_backend> backend;
+    stdio_endpoint_options options;
+    asio::any_io_executor exec;
+    line_channel outbox;  // serialized messages for the one writer
+
+    // The legacy session, once initialize has been answered.
+    bool initialized = false;
+    std::string session_id;
+    std::string version;
+    json::object client_capabilities;
+    std::optional<std::uint64_t> legacy_listener;
+
+    std::map<std::string, std::shared_ptr<stdio_request>> in_flight;  // by request id text
+    std::map<std::int64_t, std::shared_ptr<answer_channel>> asks;
+    std::int64_t next_ask = 1;
+    std::map<std::string, std::uint64_t> subscriptions;  // listen request id text → listener
+    std::size_t running = 0;
+    asio::steady_timer idle;  // cancelled when the last running request finishes
+    bool closing = false;
+
+    void post_line(mcp::message const& m) {
+        if (!outbox.try_send(error_code{}, mcp::serialize(m)) && outbox.is_open())
+            spdlog::warn("stdio: the client is not reading; a message was dropped");
+    }
+
+    asio::awaitable<void> send_line(mcp::message const& m) {
+        auto text = mcp::serialize(m);
+        co_await outbox.async_send(error_code{}, std::move(text), as_tuple(use_awaitable));
+    }
+
+    void fail_asks(stdio_request& rq) {
+        for (auto id : rq.asks)
+            if (auto it = asks.find(id); it != asks.end()) {
+                it->second->try_send(asio::error::operation_aborted, nullptr);
+                asks.erase(it);
+            }
+        rq.asks.clear();
+    }
+
+    void cancel(stdio_request& rq) {
+        if (rq.cancelled) return;
+        rq.cancelled = true;
+        fail_asks(rq);
+        rq.cancel.emit(asio::cancellation_type::terminal);
+    }
+
+    // ------------------------------------------------------------ writing
+
+    static asio::awaitable<void> writer(std::shared_ptr<stdio_state> self, asio::posix::stream_descriptor& out) {
+        for (;;) {
+            auto [ec, text] = co_await self->outbox.async_receive(as_tuple(use_awaitable));
+            if (ec) co_return;  // eof: everything queued has been written
+            text += '\n';
+            auto [wec, n] = co_await asio::async_write(out, asio::buffer(text), as_tuple(use_awaitable));
+            if (wec) {
+                spdlog::error("stdio: cannot write to the client: {}", wec.message());
+                self->outbox.close();  // senders stop waiting for room that will never come
+                co_return;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ requests
+
+    static asio::awaitable<void> async_notify(std::weak_ptr<stdio_state> w, std::weak_ptr<stdio_request> wr,
+                                              mcp::notification n) {
+        auto self = w.lock();
+        auto rq = wr.lock();
+        if (!self || !rq || rq->cancelled) co_return;
+        mcp::message m = std::move(n);
+        co_await self->send_line(m);
+    }
+
+    static asio::awaitable<mcp::handler_result> async_ask(std::weak_ptr<stdio_state> w, std::weak_ptr<stdio_request> wr,
+                                                          std::string method, json::object params) {
+        auto refuse = [](std::string why) {
+            return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, std::move(why), std::nullopt});
+        };
+        auto self = w.lock();
+        auto rq = wr.lock();
+        if (!self || !rq || rq->cancelled || self->closing) co_return refuse("the request has ended");
+        if (rq->ctx.client_era == mcp::era::modern)
+            co_return refuse("2026-07-28 clients are asked through input requests (MRTR), which airlock does not relay");
+        if (auto cap = mcp_rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap))
+            co_return mcp::handler_result(mcp::error_object{
+                mcp::rpc_code::method_not_found, "the client did not declare the '" + std::string(*cap) + "' capability",
+                std::nullopt});
+        auto answer = std::make_shared<answer_channel>(self->exec, 1);
+        auto id = self->next_ask++;
+        self->asks[id] = answer;
+        rq->asks.push_back(id);
+        mcp::message question = mcp::request{id, std::move(method), std::move(params)};
+        co_await self->send_line(question);
+        auto [ec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
+        self->asks.erase(id);
+        std::erase(rq->asks, id);
+        if (ec || !result) co_return refuse("the client did not answer: the request was cancelled or the client left");
+        co_return std::move(*result);
+    }
+
+    static asio::awaitable<void> run_request(std::shared_ptr<stdio_state> self, std::shared_ptr<stdio_request> rq,
+                                             mcp::request r) {
+        auto id = r.id;
+        auto key = mcp::to_string(id);
+        mcp::handler_result result = mcp::error_object{mcp::rpc_code::internal_error, "Internal error", std::nullopt};
+        try {
+            result = co_await self->backend->async_handle(std::move(r), rq->ctx);
+        } catch (std::exception const& x) {
+            spdlog::error("stdio: {} failed with an internal error: {}", rq->method, x.what());
+        }
+        if (auto it = self->in_flight.find(key); it != self->in_flight.end() && it->second == rq) self->in_flight.erase(it);
+        // A cancelled request gets no response (the cancellation rules of both eras).
+        if (!rq->cancelled && !self->closing) {
+            mcp::message reply = mcp::error_response{id, mcp::error_object{}};
+            if (result) {
+                auto obj = std::move(*result);
+                if (rq->ctx.client_era == mcp::era::modern) mcp_rules::decorate_modern_result(rq->method, obj);
+                reply = mcp::response{id, std::move(obj)};
+            } else {
+                reply = mcp::error_response{id, std::move(result.error())};
+            }
+            co_await self->send_line(reply);
+        }
+        if (--self->running == 0) self->idle.cancel();
+    }
+
+    void start_request(mcp::request r, mcp::era e, std::string version, json::object caps) {
+        auto rq = std::make_shared<stdio_request>();
+        rq->method = r.method;
+        auto& ctx = rq->ctx;
+        ctx.principal = options.principal;
+        ctx.session_id = e == mcp::era::legacy ? session_id : std::string();
+        ctx.client_era = e;
+        ctx.protocol_version = std::move(version);
+        ctx.client_capabilities = std::move(caps);
+        ctx.progress = mcp_rules::progress_token_of(r.params);
+        ctx.request_id_text = mcp::to_string(r.id);
+        ctx.cancelled = rq->cancel.slot();
+        std::weak_ptr<stdio_state> ws = shared_from_this();
+        std::weak_ptr<stdio_request> wr = rq;
+        ctx.notify = [ws, wr](mcp::notification n) { return async_notify(ws, wr, std::move(n)); };
+        ctx.ask_client = [ws, wr](std::string m, json::object p) { return async_ask(ws, wr, std::move(m), std::move(p)); };
+        in_flight[ctx.request_id_text] = rq;
+        ++running;
+        auto task = run_request(shared_from_this(), rq, std::move(r));
+        asio::co_spawn(exec, std::move(task), asio::detached);
+    }
+
+    void initialize(mcp::request const& r) {
+        if (initialized) {
+            post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_request, "Invalid request: already initialized"));
+            return;
+        }
+        auto params = mcp::parse_initialize_params(r.params ? json::value(*r.params) : json::value(json::object{}));
+        if (!params) {
+            post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + params.error().message));
+            return;
+        }
+        initialized = true;
+        version = std::string(mcp::negotiate_initialize_version(params->protocol_version));
+        client_capabilities = params->capabilities;
+        // One session for the life of the process, so the backend can keep (and seal) what it holds for it.
+        session_id = "stdio-" + mcp_rules::new_session_id(options.random);
+        mcp::initialize_result result{version, backend->server_capabilities(options.principal), backend->server_info(),
+                                      backend->instructions(), std::nullopt};
+        post_line(mcp::response{r.id, json::value_from(result).as_object()});
+        // The stdio channel is the legacy session's server-notification stream.
+        std::weak_ptr<stdio_state> ws = shared_from_this();
+        legacy_listener = backend->add_listener(options.principal, [ws](mcp::notification const& n) {
+            if (auto s = ws.lock()) s->post_line(n);
+        });
+        spdlog::info("stdio: session opened by '{}' ({}, client {})", options.principal, version, params->client_info.name);
+    }
+
+    void listen(mcp::request const& r) {
+        auto filter = mcp_rules::parse_subscription_filter(r.params);
+        auto key = mcp::to_string(r.id);
+        if (subscriptions.contains(key)) {
+            post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_request, "Invalid request: this id already names a subscription"));
+            return;
+        }
+        post_line(mcp_rules::subscription_acknowledged(r.id, filter));
+        std::weak_ptr<stdio_state> ws = shared_from_this();
+        subscriptions[key] = backend->add_listener(options.principal, [ws, filter, id = r.id](mcp::notification const& n) {
+            if (!mcp_rules::admits(filter, n)) return;
+            if (auto s = ws.lock()) s->post_line(mcp_rules::tag_subscription(n, id));
+        });
+    }
+
+    void on_request(mcp::request r) {
+        if (r.method == mcp::method::initialize) return initialize(r);
+        bool modern = false;
+        if (r.params)
+            if (auto const* m = r.params->if_contains("_meta"); m && m->is_object() && m->get_object().contains(mcp::meta_key::protocol_version))
+                modern = true;
+        if (modern) {
+            auto meta = mcp::parse_request_meta(r.params);
+            if (!meta)
+                return post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + meta.error().message));
+            if (mcp::era_of(meta->protocol_version) != mcp::era::modern)
+                return post_line(mcp::unsupported_version_error(r.id, meta->protocol_version));
+            if (r.method == mcp::method::server_discover)
+                return post_line(mcp::response{r.id, mcp_rules::discover_result(*backend, options.principal)});
+            if (r.method == "subscriptions/listen") return listen(r);
+            auto v = meta->protocol_version;
+            auto caps = meta->client_capabilities;
+            return start_request(std::move(r), mcp::era::modern, std::move(v), std::move(caps));
+        }
+        if (r.method == mcp::method::ping) return post_line(mcp::response{r.id, {}});
+        if (!initialized)
+            return post_line(mcp::make_error_response(
+                r.id, mcp::rpc_code::invalid_params,
+                "Invalid params: send initialize first (2025-11-25 and earlier), or carry _meta[\"" +
+                    std::string(mcp::meta_key::protocol_version) + "\"] (2026-07-28)"));
+        start_request(std::move(r), mcp::era::legacy, version, client_capabilities);
+    }
+
+    static asio::awaitable<void> deliver_notification(std::shared_ptr<stdio_state> self, mcp::notification n) {
+        bool modern = false;
+        if (n.params)
+            if (auto const* m = n.params->if_contains("_meta"); m && m->is_object() && m->get_object().contains(mcp::meta_key::protocol_version))
+                modern = true;
+        mcp::request_context ctx;
+        ctx.principal = self->options.principal;
+        ctx.client_era = modern ? mcp::era::modern : mcp::era::legacy;
+        ctx.session_id = modern ? std::string() : self->session_id;
+        ctx.protocol_version = self->version;
+        ctx.client_capabilities = self->client_capabilities;
+        ctx.notify = [](mcp::notification) -> asio::awaitable<void> { co_return; };
+        ctx.ask_client = [](std::string, json::object) -> asio::awaitable<mcp::handler_result> {
+            co_return mcp::error_object{mcp::rpc_code::internal_error, "a notification cannot ask the client anything", std::nullopt};
+        };
+        try {
+            co_await self->backend->async_notification(std::move(n), ctx);
+        } catch (std::exception const& x) {
+            spdlog::error("stdio: a notification failed with an internal error: {}", x.what());
+        }
+    }
+
+    void on_notification(mcp::notification n) {
+        if (n.method == mcp::method::initialized) return;
+        if (n.method == mcp::method::cancelled) {
+            auto p = mcp::parse_cancelled_params(n.params ? json::value(*n.params) : json::value(json::object{}));
+            if (!p || !p->id) return;
+            auto key = mcp::to_string(*p->id);
+            if (auto it = in_flight.find(key); it != in_flight.end()) {
+                spdlog::info("stdio: the client cancelled {} {}", it->second->method, key);
+                cancel(*it->second);
+            } else if (auto sub = subscriptions.find(key); sub != subscriptions.end()) {
+                backend->remove_listener(sub->second);
+                subscriptions.erase(sub);
+            }
+            return;
+        }
+        auto task = deliver_notification(shared_from_this(), std::move(n));
+        asio::co_spawn(exec, std::move(task), asio::detached);
+    }
+
+    void on_answer(mcp::message const& m) {
+        auto id = mcp::id_of(m);
+        auto const* n = id ? std::get_if<std::int64_t>(&*id) : nullptr;
+        auto it = n ? asks.find(*n) : asks.end();
+        if (it == asks.end()) {
+            spdlog::debug("stdio: an answer from the client matches no open question");
+            return;
+        }
+        std::shared_ptr<mcp::handler_result> r;
+        if (auto const* ok = std::get_if<mcp::response>(&m))
+            r = std::make_shared<mcp::handler_result>(ok->result);
+        else
+            r = std::make_shared<mcp::handler_result>(std::get<mcp::error_response>(m).error);
+        it->second->try_send(error_code{}, std::move(r));
+        asks.erase(it);
+    }
+
+    void on_line(std::string_view line) {
+        auto parsed = mcp::parse_message(line);
+        if (!parsed) return post_line(parsed.error().reply);
+        auto& m = *parsed;
+        if (auto* r = std::get_if<mcp::request>(&m)) return on_request(std::move(*r));
+        if (auto* n = std::get_if<mcp::notification>(&m)) return on_notification(std::move(*n));
+        on_answer(m);
+    }
+
+    // ------------------------------------------------------------ the session
+
+    static asio::awaitable<void> reader(std::shared_ptr<stdio_state> self, asio::posix::stream_descriptor& in) {
+        std::string buffer;
+        auto const limit = self->options.max_message_bytes + 1;  // + the newline
+        for (;;) {
+            auto [ec, n] = co_await asio::async_read_until(in, asio::dynamic_buffer(buffer, limit), '\n', as_tuple(use_awaitable));
+            if (ec == asio::error::not_found) {
+                spdlog::error("stdio: a message is longer than {} bytes; ending the session", self->options.max_message_bytes);
+                break;
+            }
+            std::string_view line;
+            if (ec) {
+                // The last message may lack its newline; anything else ends here.
+                if (ec != asio::error::eof) spdlog::error("stdio: cannot read from the client: {}", ec.message());
+                if (ec != asio::error::eof || buffer.empty()) break;
+                n = buffer.size();
+                line = buffer;
+            } else {
+                line = std::string_view(buffer).substr(0, n - 1);
+            }
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (line.find_first_not_of(" \t") != std::string_view::npos) self->on_line(line);
+            buffer.erase(0, n);
+            if (ec) break;
+        }
+        co_await self->close();
+    }
+
+    // End of input: nobody is left to answer or to read answers.
+    asio::awaitable<void> close() {
+        closing = true;
+        for (auto& [key, rq] : in_flight) cancel(*rq);
+        for (auto& [id, a] : asks) a->try_send(asio::error::operation_aborted, nullptr);
+        asks.clear();
+        if (legacy_listener) backend->remove_listener(*legacy_listener);
+        legacy_listener.reset();
+        for (auto& [key, l] : subscriptions) backend->remove_listener(l);
+        subscriptions.clear();
+        // Bounded: a backend that ignores its cancellation slot does not keep the process alive.
+        auto deadline = std::chrono::steady_clock::now() + options.drain_grace;
+        while (running > 0 && std::chrono::steady_clock::now() < deadline) {
+            idle.expires_at(deadline);
+            co_await idle.async_wait(as_tuple(use_awaitable));
+        }
+        if (running > 0) spdlog::warn("stdio: {} request(s) still running at exit", running);
+        if (initialized) {
+            spdlog::info("stdio: session of '{}' ended", options.principal);
+            backend->session_closed(session_id);
+        }
+        // A full outbox: wait for room rather than lose the end marker (the writer drains it).
+        if (!outbox.try_send(asio::error::eof, std::string()) && outbox.is_open()) {
+            std::string none;
+            co_await outbox.async_send(asio::error::eof, std::move(none), as_tuple(use_awaitable));
+        }
+    }
+};
+
+asio::awaitable<void> serve_on_strand(std::shared_ptr<stdio_state> state, int in_fd, int out_fd) {
+    asio::posix::stream_descriptor in(state->exec), out(state->exec);
+    error_code ec;
+    int a = ::dup(in_fd), b = ::dup(out_fd);
+    if (a >= 0) in.assign(a, ec);
+    if (b >= 0 && !ec) out.assign(b, ec);
+    if (a < 0 || b < 0 || ec) {
+        if (a >= 0 && !in.is_open()) ::close(a);
+        if (b >= 0 && !out.is_open()) ::close(b);
+        spdlog::error("stdio: cannot use the standard streams: {}", ec ? ec.message() : std::string(std::strerror(errno)));
+        co_return;
+    }
+    co_await (stdio_state::reader(state, in) && stdio_state::writer(state, out));
+}
+
+}  // namespace
+
+asio::awaitable<void> async_serve_stdio(std::shared_ptr<mcp::server_backend> backend, stdio_endpoint_options options,
+                                        int in_fd, int out_fd) {
+    auto strand = asio::make_strand(co_await asio::this_coro::executor);
+    auto state = std::make_shared<stdio_state>(std::move(backend), std::move(options), strand);
+    co_await asio::co_spawn(strand, serve_on_strand(state, in_fd, out_fd), use_awaitable);
+}
+
+}  // namespace airlock::service

@@ -1,0 +1,37 @@
+#pragma once
+// `airlock stdio`: serves one MCP client over stdin/stdout (newline-delimited JSON-RPC), both eras:
+// a client that sends initialize gets a legacy session for the life of the process; a request
+// carrying _meta["io.modelcontextprotocol/protocolVersion"] is served statelessly (2026-07-28).
+// Same backend as the HTTP endpoint. Nothing but MCP messages is written to the output; logs belong
+// on stderr (main() sets that up).
+
+#include "mcp/server.hpp"
+
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace airlock::service {
+
+struct stdio_endpoint_options {
+    std::string principal;  // every request is this principal's (the configured stdio principal)
+    std::size_t max_message_bytes = 4 * 1024 * 1024;  // a longer line ends the session: framing is lost
+    // After end of input, how long requests still running get to wind down (they are cancelled).
+    std::chrono::milliseconds drain_grace{5'000};
+    std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG for the session id; RAND_bytes when empty
+};
+
+// Serves until end of input on `in_fd` (or a fatal read error), then cancels what is still
+// running, removes its listeners, tells the backend the session closed, writes out what is
+// queued and returns. The descriptors are duplicated: the caller's stay open. Both must be
+// pipes, sockets or terminals (not regular files). May be spawned on any executor; it makes a
+// strand of its own.
+boost::asio::awaitable<void> async_serve_stdio(std::shared_ptr<mcp::server_backend> backend,
+                                               stdio_endpoint_options options, int in_fd = 0, int out_fd = 1);
+
+}  // namespace airlock::service

@@ -1,0 +1,102 @@
+// airlock as a whole, from a configuration file: the official SDK client lists and calls tools of a
+// real upstream through `airlock serve` (Streamable HTTP) and `airlock stdio`, and the journal
+// written on the way verifies.
+#include "tests/support/child_process.hpp"
+#include "tests/support/http_get.hpp"
+#include "tests/support/peers.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <boost/json/parse.hpp>
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <csignal>
+#include <fstream>
+#include <regex>
+
+using namespace airlock::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr char const* token = "alice-0123456789abcdef";
+
+// A deployment: one stdio upstream (server-everything), egress allowing exactly it, one principal.
+struct deployment {
+    temp_dir dir{"airlock-gateway-e2e"};
+    std::filesystem::path config = dir.path() / "airlock.yaml";
+
+    deployment() {
+        std::ofstream(dir.path() / "alice.token") << token << "\n";
+        ::chmod((dir.path() / "alice.token").c_str(), 0600);
+        std::ofstream(dir.path() / "alice.yaml") << R"(apiVersion: airlock/v1
+kind: Agent
+metadata: { name: alice-desk, version: "1" }
+spec:
+  tools:
+    - ref: tool://everything/get.sum
+      mutates: false
+    - ref: tool://everything/echo
+      mutates: false
+  budgets: {}
+)";
+        std::ofstream(config) << "journal: { dir: journal }\n"
+                              << "upstreams:\n  - name: everything\n    stdio: { argv: [\"" << peers::node() << "\", \""
+                              << peers::everything() << "\", stdio] }\n"
+                              << "egress:\n  - process: \"" << peers::node() << "\"\n"
+                              << "principals:\n  - name: alice\n    token_file: alice.token\n    manifest: alice.yaml\n";
+    }
+};
+
+std::uint16_t wait_listening(child_process& p) {
+    auto line = p.wait_for_stderr_line("listening on http://", 30s);
+    REQUIRE(line.has_value());
+    std::smatch m;
+    REQUIRE(std::regex_search(*line, m, std::regex(R"(127\.0\.0\.1:(\d+))")));
+    return static_cast<std::uint16_t>(std::stoi(m[1]));
+}
+
+std::string client_script() { return std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/gateway/sdk_client.mjs"; }
+
+void check_client_output(command_result const& r) {
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto out = boost::json::parse(r.out).as_object();
+    auto const& tools = out.at("tools").as_array();
+    REQUIRE(tools.size() == 2);
+    CHECK(tools[0] == "everything__echo");
+    CHECK(tools[1] == "everything__get-sum");
+    CHECK(out.at("sum") == "The sum of 2 and 3 is 5.");
+    CHECK(out.at("denied").at("isError") == true);
+    CHECK(out.at("denied").at("text") == "not permitted");
+}
+
+}  // namespace
+
+TEST_CASE("the SDK client lists and calls granted tools through airlock serve, and the journal verifies") {
+    deployment d;
+    {
+        child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+        auto port = wait_listening(airlock);
+        auto url = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
+        check_client_output(run_command({peers::node(), client_script(), "http", url, token}));
+        // A wrong token never reaches the gateway.
+        auto anon = raw_http(port, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                                       "\r\nAuthorization: Bearer wrong-token-0123456789\r\nContent-Type: application/json\r\n"
+                                       "Accept: application/json, text/event-stream\r\nContent-Length: 2\r\n\r\n{}");
+        CHECK(anon.status == 401);
+        airlock.signal(SIGTERM);
+        CHECK(airlock.wait(20s) == 0);
+        CHECK(airlock.stderr_text().find(token) == std::string::npos);
+    }
+    auto verified = run_command({AIRLOCK_BINARY, "journal", "verify", "--all", "--journal", (d.dir.path() / "journal").string()});
+    INFO(verified.out);
+    CHECK(verified.exit_code == 0);
+    CHECK_THAT(verified.out, Catch::Contains("1 runs verified"));
+}
+
+TEST_CASE("the SDK client lists and calls granted tools through airlock stdio") {
+    deployment d;
+    check_client_output(run_command({peers::node(), client_script(), "stdio", AIRLOCK_BINARY, "stdio", "--config", d.config.string()}));
+}

@@ -1,0 +1,639 @@
+#include "service/mcp_endpoint.hpp"
+
+#include "service/http_server.hpp"
+#include "tests/service/endpoint_test_backend.hpp"
+#include "tests/service/endpoint_test_client.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/peers.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <regex>
+#include <thread>
+
+using namespace airlock;
+using namespace airlock::service;
+using namespace airlock::testing;
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+namespace json = boost::json;
+
+namespace {
+
+constexpr char const* token = "secret-token";        // alice
+constexpr char const* other_token = "other-token";   // bob
+
+mcp_endpoint_options test_options() {
+    mcp_endpoint_options o;
+    o.authenticate = [](std::string_view t) -> std::optional<std::string> {
+        if (t == token) return std::string("alice");
+        if (t == other_token) return std::string("bob");
+        return std::nullopt;
+    };
+    return o;
+}
+
+std::string const init_body =
+    R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+    R"("capabilities":{"sampling":{}},"clientInfo":{"name":"raw-test","version":"1"}}})";
+
+std::string const modern_meta =
+    R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},)"
+    R"("io.modelcontextprotocol/clientInfo":{"name":"raw-test","version":"1"}})";
+
+std::vector<std::string> modern_headers(std::string const& method, std::string const& name = "") {
+    std::vector<std::string> h{"MCP-Protocol-Version: 2026-07-28", "Mcp-Method: " + method};
+    if (!name.empty()) h.push_back("Mcp-Name: " + name);
+    return h;
+}
+
+// The endpoint behind a real http_server on loopback, with the test backend.
+struct endpoint_fixture {
+    asio::io_context ioc{2};
+    std::shared_ptr<test_backend> backend = std::make_shared<test_backend>();
+    std::shared_ptr<mcp_endpoint> endpoint;
+    std::unique_ptr<http_server> server;
+    std::vector<std::thread> threads;
+    std::uint16_t port = 0;
+
+    explicit endpoint_fixture(mcp_endpoint_options eo = test_options(), http_server_options ho = {}) {
+        ho.port = 0;
+        endpoint = std::make_shared<mcp_endpoint>(backend, std::move(eo));
+        http_response_handler fallback = [](http_request& req) -> asio::awaitable<http_response> {
+            co_return json_error(http::status::not_found, "not_found", "no route", req.version());
+        };
+        server = std::make_unique<http_server>(ioc, ho, make_mcp_handler(endpoint, fallback));
+        server->listen();
+        port = server->local_endpoint().port();
+        endpoint->listening_on("127.0.0.1", port);
+        server->start();
+        for (int i = 0; i < 2; ++i) threads.emplace_back([this] { ioc.run(); });
+    }
+    ~endpoint_fixture() {
+        endpoint->shutdown();
+        server->stop();
+        ioc.stop();
+        for (auto& t : threads) t.join();
+    }
+
+    std::string host() const { return "127.0.0.1:" + std::to_string(port); }
+
+    std::string request_text(std::string const& method, std::string const& body, std::vector<std::string> const& extra,
+                             std::optional<std::string> bearer, std::optional<std::string> host_header, bool close = true) const {
+        std::string r = method + " /mcp HTTP/1.1\r\n";
+        r += "Host: " + host_header.value_or(host()) + "\r\n";
+        if (bearer) r += "Authorization: Bearer " + *bearer + "\r\n";
+        if (method == "POST") r += "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n";
+        if (method == "GET") r += "Accept: text/event-stream\r\n";
+        for (auto const& h : extra) r += h + "\r\n";
+        if (close) r += "Connection: close\r\n";
+        r += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+        return r;
+    }
+
+    http_reply_text send(std::string const& method, std::string const& body, std::vector<std::string> const& extra = {},
+                         std::optional<std::string> bearer = std::string(token),
+                         std::optional<std::string> host_header = std::nullopt) const {
+        auto c = raw_connection::tcp(port);
+        c.send(request_text(method, body, extra, bearer, host_header));
+        c.read_until(reply_complete);
+        return parse_reply(c.data);
+    }
+
+    http_reply_text post(std::string const& body, std::vector<std::string> const& extra = {},
+                         std::optional<std::string> bearer = std::string(token)) const {
+        return send("POST", body, extra, bearer);
+    }
+
+    // initialize + notifications/initialized; returns the session id.
+    std::string initialize(std::string const& bearer = token) const {
+        auto r = post(init_body, {}, bearer);
+        REQUIRE(r.status == 200);
+        auto sid = header_value(r.head, "Mcp-Session-Id");
+        REQUIRE(sid.has_value());
+        auto n = post(R"({"jsonrpc":"2.0","method":"notifications/initialized"})",
+                      {"Mcp-Session-Id: " + *sid, "MCP-Protocol-Version: 2025-11-25"}, bearer);
+        REQUIRE(n.status == 202);
+        return *sid;
+    }
+
+    static std::vector<std::string> in_session(std::string const& sid) {
+        return {"Mcp-Session-Id: " + sid, "MCP-Protocol-Version: 2025-11-25"};
+    }
+};
+
+json::object body_json(http_reply_text const& r) { return json::parse(r.body).as_object(); }
+
+// The JSON-RPC messages carried by an SSE body, in order (the priming event carries none).
+std::vector<json::object> sse_messages(std::string const& body) {
+    std::vector<json::object> out;
+    for (auto const& e : sse_events_of(body))
+        if (!e.data.empty()) out.push_back(json::parse(e.data).as_object());
+    return out;
+}
+
+std::int64_t error_code_of(http_reply_text const& r) { return body_json(r).at("error").at("code").as_int64(); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- the door
+
+TEST_CASE("the DNS rebinding probe, a foreign Host with a foreign Origin, is refused with 403") {
+    endpoint_fixture f;
+    auto r = f.send("POST", init_body, {"Origin: http://evil.example.com"}, std::string(token), std::string("evil.example.com"));
+    CHECK(r.status == 403);
+    CHECK(body_json(r).at("error").at("message").as_string().find("Forbidden") == 0);
+    CHECK(f.endpoint->session_count() == 0);
+}
+
+TEST_CASE("a foreign Origin is refused with 403 even when the Host is right") {
+    endpoint_fixture f;
+    auto r = f.send("POST", init_body, {"Origin: http://evil.example.com"});
+    CHECK(r.status == 403);
+}
+
+TEST_CASE("a Host and Origin naming the listening address are accepted") {
+    endpoint_fixture f;
+    auto r = f.send("POST", init_body, {"Origin: http://" + f.host()});
+    CHECK(r.status == 200);
+    auto localhost = f.send("POST", init_body, {}, std::string(token), "localhost:" + std::to_string(f.port));
+    CHECK(localhost.status == 200);
+}
+
+TEST_CASE("a request without a bearer token gets 401 with a Bearer challenge") {
+    endpoint_fixture f;
+    auto r = f.post(init_body, {}, std::nullopt);
+    CHECK(r.status == 401);
+    CHECK(header_value(r.head, "WWW-Authenticate") == R"(Bearer realm="airlock")");
+}
+
+TEST_CASE("a request with a wrong bearer token gets 401 naming the token invalid") {
+    endpoint_fixture f;
+    auto r = f.post(init_body, {}, std::string("not-the-token"));
+    CHECK(r.status == 401);
+    CHECK_THAT(header_value(r.head, "WWW-Authenticate").value_or(""), Catch::Contains("invalid_token"));
+    CHECK(f.endpoint->session_count() == 0);
+}
+
+TEST_CASE("without tokens the endpoint refuses everyone unless anonymous access is allowed") {
+    mcp_endpoint_options closed;
+    endpoint_fixture refusing(closed);
+    CHECK(refusing.post(init_body, {}, std::nullopt).status == 401);
+
+    mcp_endpoint_options open;
+    open.allow_anonymous = true;
+    endpoint_fixture admitting(open);
+    CHECK(admitting.post(init_body, {}, std::nullopt).status == 200);
+}
+
+TEST_CASE("the backend sees the token's principal and never the token") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    auto r = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", f.in_session(sid));
+    REQUIRE(r.status == 200);
+    auto seen = f.backend->principals();
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0] == "alice");
+}
+
+// ---------------------------------------------------------------- legacy sessions
+
+TEST_CASE("initialize opens a session with a fresh 128-bit id and the backend's identity") {
+    endpoint_fixture f;
+    auto a = f.post(init_body);
+    auto b = f.post(init_body);
+    REQUIRE(a.status == 200);
+    auto sid = header_value(a.head, "Mcp-Session-Id").value_or("");
+    CHECK(std::regex_match(sid, std::regex("[0-9a-f]{32}")));
+    CHECK(sid != header_value(b.head, "Mcp-Session-Id").value_or(""));
+    auto result = body_json(a).at("result").as_object();
+    CHECK(result.at("protocolVersion") == "2025-11-25");
+    CHECK(result.at("serverInfo").at("name") == "endpoint-test-backend");
+    CHECK(result.at("capabilities").at("tools").at("listChanged") == true);
+    CHECK(result.at("instructions") == "Test tools only.");
+}
+
+TEST_CASE("initialize with a version airlock does not speak is answered with the latest legacy one") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-01-01",)"
+                    R"("capabilities":{},"clientInfo":{"name":"old","version":"1"}}})");
+    REQUIRE(r.status == 200);
+    CHECK(body_json(r).at("result").at("protocolVersion") == "2025-11-25");
+}
+
+TEST_CASE("a legacy request without a session id gets 400") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", {"MCP-Protocol-Version: 2025-11-25"});
+    CHECK(r.status == 400);
+}
+
+TEST_CASE("a request naming an unknown session gets 404") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", f.in_session("0123456789abcdef0123456789abcdef"));
+    CHECK(r.status == 404);
+}
+
+TEST_CASE("another principal's session id is as unknown as a made-up one") {
+    endpoint_fixture f;
+    auto sid = f.initialize(token);
+    auto r = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", f.in_session(sid), std::string(other_token));
+    CHECK(r.status == 404);
+}
+
+TEST_CASE("DELETE ends a session: the backend hears of it and the id answers 404 afterwards") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    auto d = f.send("DELETE", "", f.in_session(sid));
+    CHECK(d.status == 204);
+    CHECK(f.backend->closed_sessions() == std::vector<std::string>{sid});
+    auto r = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", f.in_session(sid));
+    CHECK(r.status == 404);
+    CHECK(f.endpoint->session_count() == 0);
+}
+
+TEST_CASE("a session idle for longer than the timeout has ended") {
+    auto offset = std::make_shared<std::atomic<long>>(0);
+    auto o = test_options();
+    o.session_idle_timeout = 60s;
+    o.clock = [offset] { return std::chrono::steady_clock::time_point{} + std::chrono::hours(1) + std::chrono::seconds(offset->load()); };
+    endpoint_fixture f(o);
+    auto sid = f.initialize();
+    *offset = 61;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", f.in_session(sid));
+    CHECK(r.status == 404);
+    CHECK(f.backend->closed_sessions() == std::vector<std::string>{sid});
+}
+
+TEST_CASE("an unsupported MCP-Protocol-Version on a legacy session gets 400") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    auto r = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", {"Mcp-Session-Id: " + sid, "MCP-Protocol-Version: 2025-11-25"});
+    REQUIRE(r.status == 200);
+    // A legacy-looking version airlock does not speak: classified as modern, refused as unsupported.
+    auto bad = f.post(R"({"jsonrpc":"2.0","id":3,"method":"tools/list"})", {"Mcp-Session-Id: " + sid, "MCP-Protocol-Version: 2024-11-05"});
+    CHECK(bad.status == 400);
+}
+
+TEST_CASE("a notification is accepted with 202 and no body") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    auto r = f.post(R"({"jsonrpc":"2.0","method":"notifications/roots/list_changed"})", f.in_session(sid));
+    CHECK(r.status == 202);
+    CHECK(r.body.empty());
+    CHECK(f.backend->notifications() == std::vector<std::string>{"notifications/roots/list_changed"});
+}
+
+TEST_CASE("a request the backend answers without emitting anything is answered as JSON") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    auto r = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})",
+                    f.in_session(sid));
+    REQUIRE(r.status == 200);
+    CHECK_THAT(header_value(r.head, "Content-Type").value_or(""), Catch::StartsWith("application/json"));
+    CHECK(body_json(r).at("result").at("content").at(0).at("text") == "hi");
+    CHECK_FALSE(body_json(r).at("result").as_object().contains("resultType"));  // legacy results stay as they were
+}
+
+TEST_CASE("a request whose backend sends progress is answered as SSE that starts with a priming event") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    auto r = f.post(R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"count","arguments":{"to":2},)"
+                    R"("_meta":{"progressToken":"p1"}}})",
+                    f.in_session(sid));
+    REQUIRE(r.status == 200);
+    CHECK_THAT(header_value(r.head, "Content-Type").value_or(""), Catch::StartsWith("text/event-stream"));
+    CHECK(header_value(r.head, "X-Accel-Buffering") == "no");
+    CHECK(r.complete);
+    auto events = sse_events_of(r.body);
+    REQUIRE(events.size() == 4);
+    CHECK_FALSE(events[0].id.empty());
+    CHECK(events[0].data.empty());
+    CHECK(events[0].retry.has_value());
+    auto msgs = sse_messages(r.body);
+    REQUIRE(msgs.size() == 3);
+    CHECK(msgs[0].at("method") == "notifications/progress");
+    CHECK(msgs[0].at("params").at("progressToken") == "p1");
+    CHECK(msgs[1].at("params").at("progress") == 2);
+    CHECK(msgs[2].at("id") == 7);
+    CHECK(msgs[2].at("result").at("content").at(0).at("text") == "2");
+    CHECK(events[1].id != events[0].id);
+}
+
+TEST_CASE("a question to the client goes out on the request's stream and its POSTed answer comes back") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    auto asking = raw_connection::tcp(f.port);
+    asking.send(f.request_text("POST", R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"ask","arguments":{"prompt":"6*7?"}}})",
+                               f.in_session(sid), std::string(token), std::nullopt));
+    REQUIRE(asking.read_until([](std::string const& d) {
+        auto r = parse_reply(d);
+        return r.body.find("sampling/createMessage") != std::string::npos && r.body.find("\n\n", r.body.find("sampling")) != std::string::npos;
+    }));
+    auto msgs = sse_messages(parse_reply(asking.data).body);
+    REQUIRE(msgs.size() == 1);
+    CHECK(msgs[0].at("method") == "sampling/createMessage");
+    CHECK(msgs[0].at("params").at("messages").at(0).at("content").at("text") == "6*7?");
+    auto question = json::serialize(msgs[0].at("id"));
+
+    auto answer = f.post(R"({"jsonrpc":"2.0","id":)" + question +
+                             R"(,"result":{"role":"assistant","content":{"type":"text","text":"42"},"model":"m"}})",
+                         f.in_session(sid));
+    CHECK(answer.status == 202);
+    REQUIRE(asking.read_until(reply_complete));
+    auto all = sse_messages(parse_reply(asking.data).body);
+    REQUIRE(all.size() == 2);
+    CHECK(all[1].at("id") == 9);
+    CHECK(all[1].at("result").at("content").at(0).at("text") == "the model said: 42");
+}
+
+TEST_CASE("notifications/cancelled stops the request it names") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    auto waiting = raw_connection::tcp(f.port);
+    waiting.send(f.request_text("POST", R"({"jsonrpc":"2.0","id":"w1","method":"tools/call","params":{"name":"wait"}})",
+                                f.in_session(sid), std::string(token), std::nullopt));
+    REQUIRE(eventually([&] { return f.backend->waits_started() == 1; }));
+    auto c = f.post(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w1","reason":"test"}})",
+                    f.in_session(sid));
+    CHECK(c.status == 202);
+    REQUIRE(eventually([&] { return f.backend->waits_cancelled() == 1; }));
+    // No response for a cancelled request: the stream ends with nothing but its priming event.
+    REQUIRE(waiting.read_until(reply_complete));
+    CHECK(sse_messages(parse_reply(waiting.data).body).empty());
+}
+
+TEST_CASE("GET opens the session's notification stream: a priming event, then list changes") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    auto stream = raw_connection::tcp(f.port);
+    stream.send(f.request_text("GET", "", f.in_session(sid), std::string(token), std::nullopt));
+    REQUIRE(stream.read_until([](std::string const& d) { return d.find("retry:") != std::string::npos; }));
+    REQUIRE(eventually([&] { return f.backend->listener_count() == 1; }));
+    auto second = f.send("GET", "", f.in_session(sid));
+    CHECK(second.status == 409);
+    f.backend->emit_tools_changed();
+    REQUIRE(stream.read_until([](std::string const& d) { return d.find("list_changed") != std::string::npos; }));
+    auto r = parse_reply(stream.data);
+    CHECK_THAT(header_value(r.head, "Content-Type").value_or(""), Catch::StartsWith("text/event-stream"));
+    auto events = sse_events_of(r.body);
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].data.empty());
+    CHECK(json::parse(events[1].data).at("method") == "notifications/tools/list_changed");
+    stream.close();
+    CHECK(eventually([&] { return f.backend->listener_count() == 0; }));
+}
+
+TEST_CASE("a notification stream stays open past the connection's idle deadline") {
+    http_server_options ho;
+    ho.read_timeout = 100ms;
+    ho.idle_timeout = 100ms;
+    auto o = test_options();
+    o.keep_alive_interval = 60s;  // no keep-alive traffic: only the stream's own lifetime counts
+    endpoint_fixture f(o, ho);
+    auto sid = f.initialize();
+    auto stream = raw_connection::tcp(f.port);
+    stream.send(f.request_text("GET", "", f.in_session(sid), std::string(token), std::nullopt));
+    REQUIRE(stream.read_until([](std::string const& d) { return d.find("retry:") != std::string::npos; }));
+    std::this_thread::sleep_for(400ms);
+    f.backend->emit_tools_changed();
+    CHECK(stream.read_until([](std::string const& d) { return d.find("list_changed") != std::string::npos; }));
+}
+
+TEST_CASE("a malformed JSON body gets 400 with a parse error") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":)");
+    CHECK(r.status == 400);
+    CHECK(error_code_of(r) == -32700);
+}
+
+TEST_CASE("a body over the server's limit gets 413") {
+    http_server_options ho;
+    ho.body_limit = 256;
+    endpoint_fixture f(test_options(), ho);
+    auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" + std::string(1000, 'x') + R"("}})");
+    CHECK(r.status == 413);
+}
+
+TEST_CASE("paths other than /mcp go to the fallback handler") {
+    endpoint_fixture f;
+    auto c = raw_connection::tcp(f.port);
+    c.send("GET /healthz HTTP/1.1\r\nHost: " + f.host() + "\r\nConnection: close\r\n\r\n");
+    REQUIRE(c.read_until(reply_complete));
+    CHECK(parse_reply(c.data).status == 404);
+    CHECK_THAT(parse_reply(c.data).body, Catch::Contains("no route"));
+}
+
+// ---------------------------------------------------------------- modern requests
+
+TEST_CASE("server/discover lists every version airlock speaks, the capabilities and serverInfo") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":"d","method":"server/discover","params":{)" + modern_meta + "}}",
+                    modern_headers("server/discover"));
+    REQUIRE(r.status == 200);
+    auto result = body_json(r).at("result").as_object();
+    CHECK(result.at("resultType") == "complete");
+    CHECK(result.at("supportedVersions") == json::parse(R"(["2026-07-28","2025-11-25","2025-06-18","2025-03-26"])"));
+    CHECK(result.at("capabilities").at("tools").at("listChanged") == true);
+    CHECK(result.at("_meta").at("io.modelcontextprotocol/serverInfo").at("name") == "endpoint-test-backend");
+    CHECK(result.at("ttlMs") == 0);
+    CHECK(result.at("cacheScope") == "private");
+    CHECK(f.endpoint->session_count() == 0);
+}
+
+TEST_CASE("a modern tools/list result carries resultType, ttlMs 0 and cacheScope private") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{)" + modern_meta + "}}", modern_headers("tools/list"));
+    REQUIRE(r.status == 200);
+    auto result = body_json(r).at("result").as_object();
+    CHECK(result.at("resultType") == "complete");
+    CHECK(result.at("ttlMs") == 0);
+    CHECK(result.at("cacheScope") == "private");
+    CHECK(result.at("tools").as_array().size() == 4);
+}
+
+TEST_CASE("a modern tools/call result carries resultType complete and no caching hints") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"m"},)" +
+                        modern_meta + "}}",
+                    modern_headers("tools/call", "echo"));
+    REQUIRE(r.status == 200);
+    auto result = body_json(r).at("result").as_object();
+    CHECK(result.at("resultType") == "complete");
+    CHECK_FALSE(result.contains("ttlMs"));
+    CHECK(result.at("content").at(0).at("text") == "m");
+}
+
+TEST_CASE("a modern request whose Mcp-Name disagrees with its body gets 400 with HeaderMismatch") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"m"},)" +
+                        modern_meta + "}}",
+                    modern_headers("tools/call", "count"));
+    CHECK(r.status == 400);
+    CHECK(error_code_of(r) == -32020);
+    CHECK(f.backend->principals().empty());
+}
+
+TEST_CASE("a modern request without _meta gets 400 with InvalidParams") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}})", modern_headers("tools/list"));
+    CHECK(r.status == 400);
+    CHECK(error_code_of(r) == -32602);
+}
+
+TEST_CASE("a modern request for an unknown method gets 404 with MethodNotFound") {
+    endpoint_fixture f;
+    auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":"nope/nothing","params":{)" + modern_meta + "}}", modern_headers("nope/nothing"));
+    CHECK(r.status == 404);
+    CHECK(error_code_of(r) == -32601);
+}
+
+TEST_CASE("a modern request for a version airlock does not speak gets 400 listing the supported ones") {
+    endpoint_fixture f;
+    auto meta = std::regex_replace(modern_meta, std::regex("2026-07-28"), "2099-01-01");
+    auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{)" + meta + "}}",
+                    {"MCP-Protocol-Version: 2099-01-01", "Mcp-Method: tools/list"});
+    CHECK(r.status == 400);
+    CHECK(error_code_of(r) == -32022);
+    CHECK(body_json(r).at("error").at("data").at("supported").as_array().size() == 4);
+}
+
+TEST_CASE("GET and DELETE from a modern client get 405") {
+    endpoint_fixture f;
+    auto g = f.send("GET", "", {"MCP-Protocol-Version: 2026-07-28"});
+    CHECK(g.status == 405);
+    CHECK(header_value(g.head, "Allow") == "POST");
+    auto d = f.send("DELETE", "", {"MCP-Protocol-Version: 2026-07-28"});
+    CHECK(d.status == 405);
+}
+
+TEST_CASE("subscriptions/listen acknowledges first, then streams only the list changes asked for") {
+    endpoint_fixture f;
+    auto stream = raw_connection::tcp(f.port);
+    stream.send(f.request_text(
+        "POST", R"({"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,)"
+                R"("resourceSubscriptions":["file:///x"]},)" + modern_meta + "}}",
+        modern_headers("subscriptions/listen"), std::string(token), std::nullopt));
+    REQUIRE(stream.read_until([](std::string const& d) { return d.find("acknowledged") != std::string::npos; }));
+    REQUIRE(eventually([&] { return f.backend->listener_count() == 1; }));
+    f.backend->emit_tools_changed();
+    REQUIRE(stream.read_until([](std::string const& d) { return d.find("list_changed") != std::string::npos; }));
+    auto msgs = sse_messages(parse_reply(stream.data).body);
+    REQUIRE(msgs.size() == 2);
+    CHECK(msgs[0].at("method") == "notifications/subscriptions/acknowledged");
+    CHECK(msgs[0].at("params").at("_meta").at("io.modelcontextprotocol/subscriptionId") == "sub-1");
+    // Resource subscriptions are not offered, so the acknowledgement leaves them out.
+    CHECK(msgs[0].at("params").at("notifications") == json::parse(R"({"toolsListChanged":true})"));
+    CHECK(msgs[1].at("method") == "notifications/tools/list_changed");
+    CHECK(msgs[1].at("params").at("_meta").at("io.modelcontextprotocol/subscriptionId") == "sub-1");
+    stream.close();
+    CHECK(eventually([&] { return f.backend->listener_count() == 0; }));
+}
+
+TEST_CASE("shutdown ends a subscription with its completion result") {
+    endpoint_fixture f;
+    auto stream = raw_connection::tcp(f.port);
+    stream.send(f.request_text("POST",
+                               R"({"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},)" +
+                                   modern_meta + "}}",
+                               modern_headers("subscriptions/listen"), std::string(token), std::nullopt));
+    REQUIRE(stream.read_until([](std::string const& d) { return d.find("acknowledged") != std::string::npos; }));
+    f.endpoint->shutdown();
+    REQUIRE(stream.read_until(reply_complete));
+    auto msgs = sse_messages(parse_reply(stream.data).body);
+    REQUIRE(msgs.size() == 2);
+    CHECK(msgs[1].at("id") == 5);
+    CHECK(msgs[1].at("result") == json::parse(R"({"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":5}})"));
+}
+
+TEST_CASE("closing a modern request's connection cancels the request") {
+    endpoint_fixture f;
+    {
+        auto c = raw_connection::tcp(f.port);
+        c.send(f.request_text("POST", R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait",)" + modern_meta + "}}",
+                              modern_headers("tools/call", "wait"), std::string(token), std::nullopt));
+        REQUIRE(eventually([&] { return f.backend->waits_started() == 1; }));
+    }
+    CHECK(eventually([&] { return f.backend->waits_cancelled() == 1; }));
+}
+
+TEST_CASE("closing a legacy request's connection does not cancel it") {
+    endpoint_fixture f;
+    auto sid = f.initialize();
+    {
+        auto c = raw_connection::tcp(f.port);
+        c.send(f.request_text("POST", R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait"}})", f.in_session(sid),
+                              std::string(token), std::nullopt));
+        REQUIRE(eventually([&] { return f.backend->waits_started() == 1; }));
+    }
+    std::this_thread::sleep_for(200ms);
+    CHECK(f.backend->waits_cancelled() == 0);
+    // Ending the session is what stops its work.
+    CHECK(f.send("DELETE", "", f.in_session(sid)).status == 204);
+    CHECK(eventually([&] { return f.backend->waits_cancelled() == 1; }));
+}
+
+// ---------------------------------------------------------------- other listeners
+
+TEST_CASE("the endpoint answers over a unix socket, where any Host is accepted") {
+    temp_dir dir("airlock-mcp-unix");
+    auto path = dir.path() / "mcp.sock";
+    asio::io_context ioc{1};
+    auto backend = std::make_shared<test_backend>();
+    auto o = test_options();
+    o.unix_socket = true;
+    auto endpoint = std::make_shared<mcp_endpoint>(backend, o);
+    http_server_options ho;
+    ho.unix_socket = path;
+    ho.unix_socket_mode = 0600;
+    http_response_handler fallback = [](http_request& req) -> asio::awaitable<http_response> {
+        co_return json_error(http::status::not_found, "not_found", "no route", req.version());
+    };
+    http_server server(ioc, ho, make_mcp_handler(endpoint, fallback));
+    server.listen();
+    server.start();
+    std::thread t([&] { ioc.run(); });
+    struct stat st {};
+    bool has_file = ::stat(path.c_str(), &st) == 0;
+    auto c = raw_connection::unix_socket(path.string());
+    c.send("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + std::string(token) +
+           "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + std::to_string(init_body.size()) +
+           "\r\n\r\n" + init_body);
+    bool got = c.read_until(reply_complete);
+    endpoint->shutdown();
+    server.stop();
+    ioc.stop();
+    t.join();
+    REQUIRE(has_file);
+    CHECK((st.st_mode & 0777) == 0600);
+    REQUIRE(got);
+    CHECK(parse_reply(c.data).status == 200);
+    CHECK(header_value(parse_reply(c.data).head, "Mcp-Session-Id").has_value());
+}
+
+// ---------------------------------------------------------------- the official SDK client
+
+TEST_CASE("the TypeScript SDK client lists and calls tools over Streamable HTTP, with progress and sampling") {
+    endpoint_fixture f;
+    child_process node({peers::node(), std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/endpoint/sdk_client.mjs", "http",
+                        "http://" + f.host() + "/mcp", token},
+                       {"AIRLOCK_SDK_DIR=" + peers::module("@modelcontextprotocol/sdk")});
+    int rc = node.wait(60s);
+    INFO(node.stderr_text());
+    REQUIRE(rc == 0);
+    auto out = json::parse(node.stdout_text()).as_object();
+    CHECK(out.at("server").at("name") == "endpoint-test-backend");
+    CHECK(out.at("tools") == json::parse(R"(["ask","count","echo","wait"])"));
+    CHECK(out.at("echo") == "hello");
+    CHECK(out.at("count") == "3");
+    CHECK(out.at("progress") == json::parse("[1,2,3]"));
+    CHECK(out.at("ask") == "the model said: echo of ping?");
+    CHECK(out.at("terminated") == true);
+    CHECK(f.backend->closed_sessions().size() == 1);
+}
