@@ -17,6 +17,7 @@ bench: build
 	./$(BUILD_DIR)/bench/bench_journal_bench
 	./$(BUILD_DIR)/bench/bench_mcp_call_bench
 	tests/peers/node_modules/.bin/node bench/sdk_call_bench.mjs
+	./$(BUILD_DIR)/bench/bench_gateway_bench
 
 build: configure
 	cmake --build $(BUILD_DIR)

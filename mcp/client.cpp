@@ -39,6 +39,11 @@ std::string mcp_client::protocol_version() const {
     return version_;
 }
 
+std::optional<boost::json::object> mcp_client::server_capabilities() const {
+    std::lock_guard lock(mutex_);
+    return server_capabilities_;
+}
+
 core::destination mcp_client::destination_of(core::tool_id const&) const { return transport_->destination(); }
 
 std::string mcp_client::next_id() { return "airlock-" + std::to_string(++ids_); }
@@ -91,6 +96,7 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
     era_detector::options dopts;
     dopts.transport = options_.kind;
     dopts.client_info = options_.client_info;
+    dopts.client_capabilities = options_.capabilities;
     era_detector detector(dopts);
     auto step = detector.start();
     for (int round = 0; round < 8; ++round) {
@@ -121,6 +127,15 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
                 std::lock_guard lock(mutex_);
                 era_ = step.decided_era;
                 version_ = step.version;
+                if (step.initialized) {
+                    server_capabilities_ = step.initialized->capabilities;
+                } else if (step.discovered) {
+                    server_capabilities_ = step.discovered->capabilities;
+                } else if (!server_capabilities_) {
+                    // Modern without a DiscoverResult (chosen from an error's version list): the
+                    // server said nothing about itself; an empty set promises nothing.
+                    server_capabilities_ = boost::json::object{};
+                }
                 connected_ = true;
                 connecting_ = false;
                 co_return core::tool_result<void>{};
@@ -224,7 +239,8 @@ asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async
 
 asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool(
     core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov,
-    std::function<void(progress_params const&)> on_progress, std::optional<std::chrono::milliseconds> deadline) {
+    std::function<void(progress_params const&)> on_progress, std::optional<std::chrono::milliseconds> deadline,
+    std::function<void(notification const&)> on_notification) {
     auto const uri = tool.uri();
     if (tool.server() != options_.server_name)
         co_return tool_error{tool_error_kind::unreachable, uri,
@@ -267,9 +283,13 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
         request_options ro;
         ro.deadline = deadline.value_or(options_.call_deadline);
         ro.called = spec ? &*spec : nullptr;
-        if (on_progress) {
-            ro.on_notification = [on_progress](notification const& n) {
-                if (n.method != method::progress || !n.params) return;
+        if (on_progress || on_notification) {
+            ro.on_notification = [on_progress, on_notification](notification const& n) {
+                if (n.method != method::progress) {
+                    if (on_notification) on_notification(n);
+                    return;
+                }
+                if (!on_progress || !n.params) return;
                 if (auto p = parse_progress_params(*n.params)) on_progress(*p);
             };
         }
@@ -339,6 +359,42 @@ asio::awaitable<core::tool_result<boost::json::value>> mcp_client::async_call(co
 
 void mcp_client::set_notification_handler(std::function<void(notification const&)> handler) {
     transport_->set_notification_handler(std::move(handler));
+}
+
+void mcp_client::set_server_request_handler(server_request_handler handler) {
+    transport_->set_server_request_handler(std::move(handler));
+}
+
+asio::awaitable<forward_result> mcp_client::async_forward(std::string method, boost::json::object params,
+                                                         forward_options opts) {
+    auto failed = [this, &method](std::string why) {
+        return forward_result(error_object{rpc_code::internal_error,
+                                           "upstream " + options_.server_name + ": " + method + ": " + why, std::nullopt});
+    };
+    if (auto c = co_await async_ensure_connected(); !c) co_return failed(c.error().detail);
+    // The caller's progress token means nothing to this server: airlock's own replaces it when the
+    // caller wants notifications, and is removed otherwise.
+    if (auto* m = params.if_contains("_meta"); m && m->is_object()) {
+        m->as_object().erase(meta_key::progress_token);
+        if (m->as_object().empty()) params.erase("_meta");
+    }
+    request_options ro;
+    ro.deadline = opts.deadline.value_or(options_.call_deadline);
+    ro.on_notification = std::move(opts.on_notification);
+    auto reply = co_await async_send(method, std::move(params), std::move(ro));
+    if (!reply) {
+        auto const& te = reply.error();
+        if (te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent ||
+            te.what == transport_error::kind::session_expired) {
+            std::lock_guard lock(mutex_);
+            connected_ = false;  // the next request starts a new handshake
+        }
+        co_return failed(std::string(to_string(te.what)) + ": " + te.detail);
+    }
+    if (auto* err = std::get_if<error_response>(&*reply)) co_return std::move(err->error);
+    auto* res = std::get_if<response>(&*reply);
+    if (!res) co_return failed("the reply is not a response");
+    co_return std::move(res->result);
 }
 
 asio::awaitable<void> mcp_client::async_close() {

@@ -7,6 +7,8 @@
 #include "mcp/messages.hpp"
 #include "mcp/transport.hpp"
 
+#include <boost/system/result.hpp>
+
 #include <boost/asio/awaitable.hpp>
 
 #include <atomic>
@@ -15,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,7 +29,21 @@ struct client_options {
     std::chrono::milliseconds connect_deadline{15'000};       // era detection and initialize
     transport_kind kind = transport_kind::stdio;
     implementation client_info{"airlock", "0", std::nullopt, std::nullopt};
+    // What airlock declares it can do as this server's client (legacy initialize, modern _meta).
+    // A gateway that relays sampling and elicitation to its own clients declares them here.
+    boost::json::object capabilities;
 };
+
+// A request other than tools/list and tools/call, relayed as it is (resources/*, prompts/*, ...).
+struct forward_options {
+    std::optional<std::chrono::milliseconds> deadline;  // the client's call_deadline when absent
+    // Notifications the server sends about this request (progress under airlock's own token, logs).
+    // When set, the request carries a progress token of airlock's making.
+    std::function<void(notification const&)> on_notification;
+};
+// The upstream's result object, or its JSON-RPC error; a transport failure reads as an internal
+// error whose message says what happened.
+using forward_result = boost::system::result<boost::json::object, error_object>;
 
 // One upstream tool as airlock names it. Upstream names may use '-', which a ToolId component
 // cannot (it is how wire names show '.'), so '-' is read as '.': `get-sum` becomes
@@ -57,7 +74,13 @@ public:
     boost::asio::awaitable<core::tool_result<call_tool_result>> async_call_tool(
         core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov,
         std::function<void(progress_params const&)> on_progress = {},
-        std::optional<std::chrono::milliseconds> deadline = std::nullopt);
+        std::optional<std::chrono::milliseconds> deadline = std::nullopt,
+        std::function<void(notification const&)> on_notification = {});
+
+    // Any other request (resources/read, prompts/get, completion/complete, logging/setLevel, ...),
+    // connecting on demand. `params` go out as given, except _meta.progressToken (see forward_options).
+    boost::asio::awaitable<forward_result> async_forward(std::string method, boost::json::object params,
+                                                         forward_options opts = {});
 
     // core::tool_client: structuredContent when the tool gave one, else {"content": [...]};
     // isError → tool_failed.
@@ -69,11 +92,15 @@ public:
 
     // Notifications the server sends outside any call (tools/list_changed, resources/updated, ...).
     void set_notification_handler(std::function<void(notification const&)> handler);
+    // Requests the server sends to airlock (sampling/createMessage, elicitation/create, roots/list).
+    void set_server_request_handler(server_request_handler handler);
 
     std::string const& server_name() const noexcept { return options_.server_name; }
     // The era and version in use; empty version before the first connect.
     era current_era() const;
     std::string protocol_version() const;
+    // The capabilities the server declared in its handshake; nullopt before the first connect.
+    std::optional<boost::json::object> server_capabilities() const;
 
 private:
     boost::asio::awaitable<core::tool_result<void>> async_ensure_connected();
@@ -89,6 +116,7 @@ private:
     bool connecting_ = false;
     era era_ = era::legacy;
     std::string version_;
+    std::optional<boost::json::object> server_capabilities_;
     std::map<std::string, std::string> upstream_names_;  // airlock tool name → upstream name
     std::map<std::string, tool> upstream_specs_;         // upstream name → definition as listed
     std::atomic<std::uint64_t> ids_{0};

@@ -1060,7 +1060,7 @@ std::string token_problem(std::string_view token) {
 }
 
 std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, std::string const& p) {
-    if (!r.mapping(n, p, {"name", "token_file", "token_env", "create_if_missing", "manifest", "trusted"}))
+    if (!r.mapping(n, p, {"name", "token_file", "token_env", "create_if_missing", "manifest", "trusted", "anonymous"}))
         return std::nullopt;
     auto before = r.problems.size();
     principal_config pc;
@@ -1076,9 +1076,17 @@ std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, s
     if (auto const v = n["create_if_missing"]) {
         if (auto b = r.boolean(v, p + ".create_if_missing")) pc.create_if_missing = *b;
     }
+    if (auto const v = n["anonymous"]) {
+        if (auto b = r.boolean(v, p + ".anonymous")) pc.anonymous = *b;
+    }
     auto const file = n["token_file"];
     auto const env = n["token_env"];
-    if (file && env) {
+    if (pc.anonymous) {
+        // Without credentials anyone is this principal; a token would grant nothing more.
+        if (file || env)
+            r.fail("conflicting_fields", p + ".anonymous serves requests without a token; remove token_file/token_env");
+        if (pc.create_if_missing) r.fail("conflicting_fields", p + ".create_if_missing applies only to token_file");
+    } else if (file && env) {
         r.fail("conflicting_fields", p + " sets both token_file and token_env; give the token one way");
     } else if (!file && !env) {
         r.fail("missing_field", p + " needs token_file or token_env (the token itself is never written in the "
@@ -1229,6 +1237,24 @@ loaded load(fs::path const& file, env_lookup const& env) {
                     if (auto n = r.count(m, "runs.max_concurrent_runs", 1, 1'000'000)) c.runs.max_concurrent_runs = *n;
                 }
             }
+        }
+
+        // Requests without credentials can be served as one principal only.
+        std::optional<std::size_t> anonymous_at;
+        for (std::size_t i = 0; i < c.principals.size(); ++i) {
+            if (!c.principals[i].anonymous) continue;
+            if (anonymous_at) {
+                r.fail("duplicate_anonymous", "principals[" + std::to_string(principal_at[i]) + "] (" +
+                                                  c.principals[i].name + ") is anonymous, and so is principals[" +
+                                                  std::to_string(principal_at[*anonymous_at]) + "] (" +
+                                                  c.principals[*anonymous_at].name +
+                                                  "); requests without a token can be served as one principal only");
+                break;
+            }
+            anonymous_at = i;
+            r.warn("principal " + c.principals[i].name + " is anonymous: every client that can reach airlock " +
+                   (is_loopback(c.server.host) || c.server.unix_socket ? "on this machine" : "over the network") +
+                   " gets its grants without a token");
         }
 
         // Tokens are compared once all are read: two principals behind one token could not be told
@@ -1427,7 +1453,8 @@ std::string summary(config const& c) {
     for (auto const& p : c.principals) {
         o << "  " << p.name << "  " << p.manifest.tools.size() << " tools granted by " << p.manifest.name << " "
           << p.manifest.version << " (" << p.manifest_file.string() << "), token from ";
-        if (p.token_file) o << p.token_file->string() << (p.token.empty() ? " (created at first start)" : "");
+        if (p.anonymous) o << "nobody: anonymous";
+        else if (p.token_file) o << p.token_file->string() << (p.token.empty() ? " (created at first start)" : "");
         else o << "$" << p.token_env.value_or("?");
         o << (p.trusted ? ", trusted" : ", untrusted") << "\n";
     }

@@ -94,6 +94,7 @@ struct principal_config {
     std::filesystem::path manifest_file;
     core::manifest manifest;  // its grants are the tools this principal sees and may call
     bool trusted = false;     // arguments from this principal count as trusted input
+    bool anonymous = false;   // requests without an Authorization header are served as this principal (no token)
 };
 
 enum class log_level { trace, debug, info, warn, error };

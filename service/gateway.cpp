@@ -3,9 +3,11 @@
 #include "core/canonical_json.hpp"
 #include "core/sha256.hpp"
 
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value_from.hpp>
 
@@ -13,6 +15,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstring>
+#include <regex>
+#include <set>
 
 namespace airlock::service {
 
@@ -53,6 +58,70 @@ mcp::error_object invalid_params(std::string message) {
     return mcp::error_object{mcp::rpc_code::invalid_params, std::move(message), std::nullopt};
 }
 
+// The spec's code for a resource that does not exist (or that this caller may not see).
+constexpr std::int64_t resource_not_found = -32002;
+
+mcp::error_object no_such_resource(std::string const& uri) {
+    return mcp::error_object{resource_not_found, "Resource not found: " + uri, json::value(json::object{{"uri", uri}})};
+}
+
+// Runs `op` as a child that the client's cancellation reaches (the transport then tells the
+// upstream); nullopt when it was cancelled before it finished. The slot is cleared afterwards: it
+// outlives the child, and a late cancellation must find nothing to call.
+template <class T>
+asio::awaitable<std::optional<T>> async_cancellable(asio::cancellation_slot slot, asio::awaitable<T> op) {
+    auto exec = co_await asio::this_coro::executor;
+    std::optional<T> out;
+    try {
+        auto token = asio::bind_cancellation_slot(slot, asio::use_awaitable);
+        out = co_await asio::co_spawn(exec, std::move(op), token);
+    } catch (boost::system::system_error const& e) {
+        slot.clear();
+        if (e.code() != asio::error::operation_aborted) throw;
+        co_return std::nullopt;
+    }
+    slot.clear();
+    co_return out;
+}
+
+// A URI template (RFC 6570) as a pattern that matches the URIs it expands to: a simple expression
+// matches up to the next '/', reserved ones ({+x}, {#x}) anything, query forms ({?x}, {&x}) an
+// optional query. Enough to tell which upstream a templated URI belongs to.
+std::optional<std::regex> template_pattern(std::string const& tmpl) {
+    std::string re;
+    for (std::size_t i = 0; i < tmpl.size();) {
+        if (tmpl[i] == '{') {
+            auto close = tmpl.find('}', i);
+            if (close == std::string::npos) return std::nullopt;
+            char op = close > i + 1 ? tmpl[i + 1] : '\0';
+            if (op == '+' || op == '#') re += ".*";
+            else if (op == '?' || op == '&') re += "([?&].*)?";
+            else if (op == '/') re += "(/[^?#]*)?";
+            else re += "[^/?#]*";
+            i = close + 1;
+            continue;
+        }
+        if (std::strchr(".^$|()[]*+?\\{}", tmpl[i])) re += '\\';
+        re += tmpl[i++];
+    }
+    try {
+        return std::regex(re);
+    } catch (std::regex_error const&) {
+        return std::nullopt;
+    }
+}
+
+// Sends through `notify` while holding it: the coroutine it returns may refer to the callable
+// (a capturing coroutine lambda does), which must outlive it.
+asio::awaitable<void> async_send_holding(std::function<asio::awaitable<void>(mcp::notification)> notify,
+                                         mcp::notification n) {
+    co_await notify(std::move(n));
+}
+
+bool is_method_not_found(mcp::handler_result const& r) {
+    return !r && r.error().code == mcp::rpc_code::method_not_found;
+}
+
 }  // namespace
 
 std::string tool_definition_digest(mcp::tool const& t) {
@@ -79,9 +148,10 @@ core::result<std::shared_ptr<gateway>> gateway::make(gateway_options options) {
     for (auto const& u : g->options_.upstreams) {
         auto server = u.name;
         u.client->set_notification_handler([weak, server](mcp::notification const& n) {
-            if (n.method != "notifications/tools/list_changed") return;
-            if (auto self = weak.lock()) self->upstream_list_changed(server);
+            if (auto self = weak.lock()) self->upstream_notification(server, n);
         });
+        u.client->set_server_request_handler(
+            [weak, server](mcp::request r) { return async_upstream_request(weak, server, std::move(r)); });
     }
     return g;
 }
@@ -101,16 +171,82 @@ gateway::gateway(gateway_options options)
            },
            options_.random) {}
 
+// Registers a downstream request as in flight on an upstream for as long as it is forwarded there.
+class gateway::inflight_guard {
+public:
+    inflight_guard(gateway& g, std::string server, mcp::request_context const& ctx, asio::any_io_executor exec)
+        : g_(g), server_(std::move(server)), f_(std::make_shared<inflight>()) {
+        f_->executor = std::move(exec);
+        f_->notify = ctx.notify;
+        f_->ask_client = ctx.ask_client;
+        std::lock_guard lock(g_.mutex_);
+        g_.inflight_[server_].push_back(f_);
+    }
+    ~inflight_guard() {
+        std::lock_guard lock(g_.mutex_);
+        auto it = g_.inflight_.find(server_);
+        if (it == g_.inflight_.end()) return;
+        std::erase(it->second, f_);
+        if (it->second.empty()) g_.inflight_.erase(it);
+    }
+    inflight_guard(inflight_guard const&) = delete;
+    inflight_guard& operator=(inflight_guard const&) = delete;
+
+private:
+    gateway& g_;
+    std::string server_;
+    std::shared_ptr<inflight> f_;
+};
+
 mcp::implementation gateway::server_info() const { return options_.server_info; }
 
-json::object gateway::server_capabilities(std::string const&) const {
-    return {{"tools", {{"listChanged", true}}}};
+json::object gateway::server_capabilities(std::string const& principal_name) const {
+    json::object caps{{"tools", {{"listChanged", true}}}};
+    auto const* p = principal(principal_name);
+    if (!p) return caps;
+    bool resources = false, subscribe = false, prompts = false, logging = false, completions = false;
+    for (auto const* up : visible_upstreams(*p)) {
+        auto known = up->client->server_capabilities();
+        if (!known) {
+            // Not connected yet: promise what airlock can relay; an upstream without it answers
+            // lists with nothing and other requests with its own error.
+            resources = subscribe = prompts = logging = completions = true;
+            continue;
+        }
+        if (auto const* r = known->if_contains("resources"); r && r->is_object()) {
+            resources = true;
+            if (auto const* sub = r->as_object().if_contains("subscribe"); sub && sub->is_bool() && sub->get_bool())
+                subscribe = true;
+        }
+        prompts = prompts || known->contains("prompts");
+        logging = logging || known->contains("logging");
+        completions = completions || known->contains("completions");
+    }
+    // listChanged is ours to promise: airlock relays the upstreams' and re-lists on demand.
+    if (resources) caps["resources"] = {{"subscribe", subscribe}, {"listChanged", true}};
+    if (prompts) caps["prompts"] = {{"listChanged", true}};
+    if (logging) caps["logging"] = json::object{};
+    if (completions) caps["completions"] = json::object{};
+    return caps;
 }
 
 gateway_principal const* gateway::principal(std::string const& name) const {
     for (auto const& p : options_.principals)
-        if (p.name == name) return &p;
+        if (p.name == name || (name.empty() && p.anonymous)) return &p;
     return nullptr;
+}
+
+bool gateway::sees(gateway_principal const& p, std::string const& server) {
+    for (auto const& g : p.grants.tools)
+        if (g.ref.server() == server) return true;
+    return false;
+}
+
+std::vector<gateway_upstream const*> gateway::visible_upstreams(gateway_principal const& p) const {
+    std::vector<gateway_upstream const*> out;
+    for (auto const& u : options_.upstreams)
+        if (sees(p, u.name)) out.push_back(&u);
+    return out;
 }
 
 gateway_upstream const* gateway::upstream(std::string const& name) const {
@@ -126,14 +262,24 @@ std::string gateway::nonce() {
 }
 
 void gateway::upstream_list_changed(std::string const& server) {
-    std::vector<notification_sink> sinks;
     {
         std::lock_guard lock(mutex_);
         catalogues_[server].fresh = false;
-        for (auto const& [id, l] : listeners_) sinks.push_back(l.second);
     }
     spdlog::info("upstream {}: tool list changed", server);
     mcp::notification n{"notifications/tools/list_changed", std::nullopt};
+    broadcast(server, n);
+}
+
+void gateway::broadcast(std::string const& server, mcp::notification const& n) {
+    std::vector<notification_sink> sinks;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto const& [id, l] : listeners_) {
+            auto const* p = principal(l.first);
+            if (p && sees(*p, server)) sinks.push_back(l.second);
+        }
+    }
     for (auto const& s : sinks) s(n);
 }
 
@@ -386,13 +532,22 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
             if (pp.total) params["total"] = *pp.total;
             if (pp.message) params["message"] = *pp.message;
             mcp::notification n{"notifications/progress", std::move(params)};
-            asio::co_spawn(exec, notify(std::move(n)), asio::detached);
+            asio::co_spawn(exec, async_send_holding(notify, std::move(n)), asio::detached);
         };
     }
     auto tool = entry->id;
     std::optional<core::provenance> block = *prov;
     std::optional<std::chrono::milliseconds> deadline = options_.call_deadline;
-    auto outcome = co_await up->client->async_call_tool(tool, arguments, block, on_progress, deadline);
+    auto call_exec = co_await asio::this_coro::executor;
+    // Log messages on the call's own stream (HTTP upstreams) go to the caller as they are.
+    auto on_notification = relay_to(ctx, call_exec);
+    inflight_guard in_flight(*this, up->name, ctx, call_exec);
+    auto call = up->client->async_call_tool(tool, arguments, block, on_progress, deadline, on_notification);
+    auto finished = co_await async_cancellable(ctx.cancelled, std::move(call));
+    core::tool_result<mcp::call_tool_result> outcome =
+        finished ? std::move(*finished)
+                 : core::tool_result<mcp::call_tool_result>(core::tool_error{
+                       core::tool_error_kind::timed_out, entry->id.uri(), "the client cancelled the call"});
 
     json::object result;
     core::new_record after;
@@ -421,16 +576,476 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     co_return result;
 }
 
+// ---- relays ---------------------------------------------------------------------------------
+
+std::shared_ptr<gateway::inflight> gateway::latest_inflight(std::string const& server) const {
+    std::lock_guard lock(mutex_);
+    auto it = inflight_.find(server);
+    if (it == inflight_.end() || it->second.empty()) return nullptr;
+    return it->second.back();
+}
+
+std::function<void(mcp::notification const&)> gateway::relay_to(mcp::request_context const& ctx,
+                                                                asio::any_io_executor exec) const {
+    if (!ctx.notify) return {};
+    auto notify = ctx.notify;
+    auto token = ctx.progress;
+    return [notify, token, exec](mcp::notification const& n) {
+        mcp::notification out = n;
+        if (n.method == "notifications/progress") {
+            // The upstream reports under airlock's token; the client knows only its own.
+            if (!token || !out.params) return;
+            (*out.params)["progressToken"] = mcp::to_json(*token);
+        }
+        auto send = async_send_holding(notify, std::move(out));
+        asio::co_spawn(exec, std::move(send), asio::detached);
+    };
+}
+
+void gateway::upstream_notification(std::string const& server, mcp::notification const& n) {
+    if (n.method == "notifications/tools/list_changed") {
+        upstream_list_changed(server);
+        return;
+    }
+    if (n.method == "notifications/resources/list_changed" || n.method == "notifications/prompts/list_changed") {
+        spdlog::info("upstream {}: {}", server, n.method);
+        broadcast(server, n);
+        return;
+    }
+    if (n.method == "notifications/resources/updated") {
+        auto const* uri = n.params ? n.params->if_contains("uri") : nullptr;
+        if (!uri || !uri->is_string()) return;
+        std::set<std::string> who;
+        std::vector<notification_sink> sinks;
+        {
+            std::lock_guard lock(mutex_);
+            if (auto it = subscribers_.find(std::string(uri->get_string())); it != subscribers_.end())
+                for (auto const& [session, principal_name] : it->second) who.insert(principal_name);
+            for (auto const& [id, l] : listeners_) {
+                auto const* p = principal(l.first);
+                if (p && who.contains(p->name) && sees(*p, server)) sinks.push_back(l.second);
+            }
+        }
+        for (auto const& s : sinks) s(n);
+        return;
+    }
+    if (n.method == "notifications/message") {
+        // A stdio upstream's log message names no request: it belongs to the one in flight, if any.
+        if (auto f = latest_inflight(server); f && f->notify && f->executor) {
+            auto send = async_send_holding(f->notify, n);
+            asio::co_spawn(f->executor, std::move(send), asio::detached);
+            return;
+        }
+        broadcast(server, n);
+        return;
+    }
+    spdlog::debug("upstream {}: {} is not relayed", server, n.method);
+}
+
+asio::awaitable<mcp::handler_result> gateway::async_upstream_request(std::weak_ptr<gateway> weak, std::string server,
+                                                                     mcp::request r) {
+    auto self = weak.lock();
+    std::shared_ptr<inflight> f;
+    if (self) f = self->latest_inflight(server);
+    if (!f || !f->ask_client) {
+        spdlog::info("upstream {}: {} refused: no client request is in flight to ask", server, r.method);
+        co_return mcp::error_object{mcp::rpc_code::internal_error,
+                                    "no client request is in flight through airlock to relay " + r.method + " to",
+                                    std::nullopt};
+    }
+    self.reset();  // the question may take long; it must not keep the gateway alive
+    spdlog::debug("upstream {}: relaying {} to the client", server, r.method);
+    json::object params = r.params ? std::move(*r.params) : json::object{};
+    co_return co_await f->ask_client(std::move(r.method), std::move(params));
+}
+
+// ---- resources, prompts, completion, logging ------------------------------------------------
+
+struct gateway::list_kind {
+    std::string_view method;      // resources/list, ...
+    std::string_view key;         // where the result keeps its items
+    std::string_view capability;  // the server capability that offers them
+};
+
+namespace {
+gateway_upstream const* find_upstream(std::vector<gateway_upstream const*> const& ups, std::string const& name) {
+    for (auto const* u : ups)
+        if (u->name == name) return u;
+    return nullptr;
+}
+}  // namespace
+
+std::string gateway::session_key(mcp::request_context const& ctx, gateway_principal const& p) const {
+    return ctx.session_id.empty() ? "principal:" + p.name : "session:" + ctx.session_id;
+}
+
+asio::awaitable<mcp::handler_result> gateway::async_list_page(gateway_upstream const& up, list_kind const& kind,
+                                                              json::object params) {
+    std::string method(kind.method);
+    mcp::forward_options fo;
+    auto r = co_await up.client->async_forward(std::move(method), std::move(params), std::move(fo));
+    if (is_method_not_found(r)) co_return json::object{{kind.key, json::array{}}};
+    if (!r) co_return r;
+    auto* items = r->if_contains(kind.key);
+    if (!items || !items->is_array())
+        co_return mcp::error_object{mcp::rpc_code::internal_error,
+                                    "upstream " + up.name + ": " + std::string(kind.method) + " returned no " +
+                                        std::string(kind.key) + " array",
+                                    std::nullopt};
+    std::lock_guard lock(mutex_);
+    for (auto& item : items->as_array()) {
+        auto* o = item.if_object();
+        if (!o) continue;
+        auto const* name = o->if_contains("name");
+        if (kind.key == "resources") {
+            if (auto const* uri = o->if_contains("uri"); uri && uri->is_string()) {
+                auto& owner = resource_owner_[std::string(uri->get_string())];
+                if (!owner.empty() && owner != up.name)
+                    spdlog::warn("resource {} is listed by upstreams {} and {}; reads go to {}", std::string(uri->get_string()),
+                                 owner, up.name, up.name);
+                owner = up.name;
+            }
+        } else if (kind.key == "resourceTemplates") {
+            if (auto const* t = o->if_contains("uriTemplate"); t && t->is_string()) {
+                std::pair<std::string, std::string> entry{std::string(t->get_string()), up.name};
+                if (std::find(template_owner_.begin(), template_owner_.end(), entry) == template_owner_.end())
+                    template_owner_.push_back(std::move(entry));
+            }
+        } else if (kind.key == "prompts" && name && name->is_string()) {
+            std::string own(name->get_string());
+            auto exposed = up.prefixed ? up.name + "__" + own : own;
+            auto& owner = prompt_owner_[exposed];
+            if (!owner.first.empty() && owner.first != up.name)
+                spdlog::warn("prompt {} is offered by upstreams {} and {}; gets go to {}", exposed, owner.first, up.name,
+                             up.name);
+            owner = {up.name, own};
+        }
+        // URIs are addresses and stay as they are; names are labels and show their server when prefixed.
+        if (up.prefixed && name && name->is_string()) (*o)["name"] = up.name + "__" + std::string(name->get_string());
+    }
+    co_return r;
+}
+
+asio::awaitable<json::array> gateway::async_list_all(gateway_upstream const& up, list_kind const& kind) {
+    json::array all;
+    std::optional<std::string> cursor;
+    // Bounded: a server that pages forever is cut off rather than followed forever.
+    for (int page = 0; page < 100; ++page) {
+        json::object params;
+        if (cursor) params["cursor"] = *cursor;
+        auto r = co_await async_list_page(up, kind, std::move(params));
+        if (!r) {
+            spdlog::warn("upstream {}: {} failed ({}); its items are left out", up.name, kind.method, r.error().message);
+            break;
+        }
+        for (auto& item : r->at(kind.key).as_array()) all.push_back(std::move(item));
+        auto const* next = r->if_contains("nextCursor");
+        if (!next || !next->is_string() || next->get_string().empty()) break;
+        cursor = std::string(next->get_string());
+    }
+    co_return all;
+}
+
+asio::awaitable<mcp::handler_result> gateway::async_list_passthrough(list_kind const& kind, mcp::request const& req,
+                                                                    gateway_principal const& p) {
+    auto ups = visible_upstreams(p);
+    json::object params = req.params ? *req.params : json::object{};
+    params.erase("_meta");
+    if (ups.size() == 1) co_return co_await async_list_page(*ups.front(), kind, std::move(params));
+    // Several upstreams: one merged list. airlock hands out no cursor here, so any cursor is stale.
+    if (params.contains("cursor")) co_return invalid_params("invalid cursor");
+    json::array merged;
+    for (auto const* up : ups) {
+        auto known = up->client->server_capabilities();
+        if (known && !known->contains(kind.capability)) continue;
+        auto items = co_await async_list_all(*up, kind);
+        for (auto& item : items) merged.push_back(std::move(item));
+    }
+    co_return json::object{{kind.key, std::move(merged)}};
+}
+
+namespace {
+constexpr std::string_view resources_key = "resources";
+}
+
+asio::awaitable<void> gateway::async_refresh(gateway_principal const& p, list_kind const& kind) {
+    for (auto const* up : visible_upstreams(p)) {
+        auto known = up->client->server_capabilities();
+        if (known && !known->contains(kind.capability)) continue;
+        co_await async_list_all(*up, kind);
+    }
+}
+
+asio::awaitable<gateway_upstream const*> gateway::async_resource_owner(gateway_principal const& p, std::string const& uri) {
+    auto ups = visible_upstreams(p);
+    if (ups.empty()) co_return nullptr;
+    if (ups.size() == 1) co_return ups.front();
+    auto lookup = [&]() -> gateway_upstream const* {
+        std::lock_guard lock(mutex_);
+        if (auto it = resource_owner_.find(uri); it != resource_owner_.end())
+            if (auto const* u = find_upstream(ups, it->second)) return u;
+        for (auto const& [tmpl, owner] : template_owner_) {
+            auto const* u = find_upstream(ups, owner);
+            if (!u) continue;
+            if (tmpl == uri) return u;  // completion refers to a template by its own text
+            auto pattern = template_pattern(tmpl);
+            if (pattern && std::regex_match(uri, *pattern)) return u;
+        }
+        return nullptr;
+    };
+    if (auto const* u = lookup()) co_return u;
+    // Not seen yet: list once, then decide.
+    static constexpr list_kind resources{"resources/list", resources_key, "resources"};
+    static constexpr list_kind templates{"resources/templates/list", "resourceTemplates", "resources"};
+    co_await async_refresh(p, resources);
+    co_await async_refresh(p, templates);
+    co_return lookup();
+}
+
+asio::awaitable<std::optional<std::pair<gateway_upstream const*, std::string>>> gateway::async_prompt_owner(
+    gateway_principal const& p, std::string const& exposed) {
+    using owner = std::pair<gateway_upstream const*, std::string>;
+    auto ups = visible_upstreams(p);
+    if (ups.empty()) co_return std::nullopt;
+    // A prefixed name says its server.
+    for (auto const* u : ups) {
+        auto prefix = u->name + "__";
+        if (u->prefixed && exposed.size() > prefix.size() && exposed.starts_with(prefix))
+            co_return owner{u, exposed.substr(prefix.size())};
+    }
+    if (ups.size() == 1) {
+        if (ups.front()->prefixed) co_return std::nullopt;
+        co_return owner{ups.front(), exposed};
+    }
+    auto lookup = [&]() -> std::optional<owner> {
+        std::lock_guard lock(mutex_);
+        auto it = prompt_owner_.find(exposed);
+        if (it == prompt_owner_.end()) return std::nullopt;
+        auto const* u = find_upstream(ups, it->second.first);
+        if (!u || u->prefixed) return std::nullopt;
+        return owner{u, it->second.second};
+    };
+    if (auto o = lookup()) co_return o;
+    static constexpr list_kind prompts{"prompts/list", "prompts", "prompts"};
+    co_await async_refresh(p, prompts);
+    co_return lookup();
+}
+
+asio::awaitable<mcp::handler_result> gateway::async_forward(gateway_upstream const& up, std::string method,
+                                                            json::object params, mcp::request_context& ctx) {
+    auto exec = co_await asio::this_coro::executor;
+    inflight_guard in_flight(*this, up.name, ctx, exec);
+    mcp::forward_options fo;
+    fo.deadline = options_.call_deadline;
+    fo.on_notification = relay_to(ctx, exec);
+    auto op = up.client->async_forward(std::move(method), std::move(params), std::move(fo));
+    auto r = co_await async_cancellable(ctx.cancelled, std::move(op));
+    if (!r) co_return mcp::error_object{mcp::rpc_code::internal_error, "the request was cancelled", std::nullopt};
+    co_return std::move(*r);
+}
+
+asio::awaitable<core::result<void>> gateway::async_note(mcp::request_context const& ctx, gateway_principal const& p,
+                                                        json::object body) {
+    auto run = co_await async_run_for(ctx, p);
+    if (!run) co_return run.error();
+    body["principal"] = p.name;
+    std::vector<core::new_record> batch{{core::record_kind::note, std::move(body)}};
+    auto r = co_await options_.journal->async_append(*run, std::move(batch));
+    if (!r) co_return r.error();
+    co_return core::result<void>{};
+}
+
+asio::awaitable<mcp::handler_result> gateway::async_subscribe(gateway_principal const& p, std::string const& uri,
+                                                              bool subscribe, mcp::request_context& ctx) {
+    auto key = session_key(ctx, p);
+    std::string method = subscribe ? "resources/subscribe" : "resources/unsubscribe";
+    if (!subscribe) {
+        std::string server;
+        {
+            std::lock_guard lock(mutex_);
+            auto it = subscribers_.find(uri);
+            if (it == subscribers_.end() || !it->second.erase(key)) co_return json::object{};
+            if (!it->second.empty()) co_return json::object{};
+            subscribers_.erase(it);
+            server = subscribed_upstream_[uri];
+            subscribed_upstream_.erase(uri);
+        }
+        // The last subscriber left: the upstream may stop reporting.
+        auto const* up = upstream(server);
+        if (!up) co_return json::object{};
+        json::object params{{"uri", uri}};
+        co_return co_await async_forward(*up, method, std::move(params), ctx);
+    }
+    auto const* up = co_await async_resource_owner(p, uri);
+    if (!up) co_return no_such_resource(uri);
+    {
+        std::lock_guard lock(mutex_);
+        auto it = subscribers_.find(uri);
+        if (it != subscribers_.end() && !it->second.empty()) {
+            it->second[key] = p.name;  // the upstream already reports this URI
+            co_return json::object{};
+        }
+    }
+    json::object params{{"uri", uri}};
+    auto r = co_await async_forward(*up, method, std::move(params), ctx);
+    if (!r) co_return r;
+    std::lock_guard lock(mutex_);
+    subscribers_[uri][key] = p.name;
+    subscribed_upstream_[uri] = up->name;
+    co_return r;
+}
+
+asio::awaitable<mcp::handler_result> gateway::async_set_level(gateway_principal const& p, json::object params,
+                                                              mcp::request_context& ctx) {
+    // One upstream session serves every client: the level set here is the one they all get.
+    std::optional<mcp::error_object> failure;
+    bool any = false;
+    for (auto const* up : visible_upstreams(p)) {
+        auto known = up->client->server_capabilities();
+        if (known && !known->contains("logging")) continue;
+        std::string method = "logging/setLevel";
+        auto r = co_await async_forward(*up, std::move(method), params, ctx);
+        if (r) {
+            any = true;
+        } else if (!is_method_not_found(r)) {
+            spdlog::warn("upstream {}: logging/setLevel: {}", up->name, r.error().message);
+            if (!failure) failure = r.error();
+        }
+    }
+    if (!any && failure) co_return *failure;
+    co_return json::object{};
+}
+
+asio::awaitable<mcp::handler_result> gateway::async_passthrough(mcp::request const& req, mcp::request_context& ctx) {
+    static constexpr list_kind resources{"resources/list", resources_key, "resources"};
+    static constexpr list_kind templates{"resources/templates/list", "resourceTemplates", "resources"};
+    static constexpr list_kind prompts{"prompts/list", "prompts", "prompts"};
+    auto const* p = principal(ctx.principal);
+    auto const& m = req.method;
+    json::object params = req.params ? *req.params : json::object{};
+    auto string_param = [&](char const* name) -> std::optional<std::string> {
+        auto const* v = params.if_contains(name);
+        if (!v || !v->is_string()) return std::nullopt;
+        return std::string(v->get_string());
+    };
+
+    if (m == "resources/list" || m == "resources/templates/list" || m == "prompts/list") {
+        auto const& kind = m == "prompts/list" ? prompts : m == "resources/list" ? resources : templates;
+        if (!p) co_return json::object{{kind.key, json::array{}}};
+        co_return co_await async_list_passthrough(kind, req, *p);
+    }
+
+    if (m == "resources/read" || m == "resources/subscribe" || m == "resources/unsubscribe") {
+        auto uri = string_param("uri");
+        if (!uri) co_return invalid_params(m + " params.uri must be a string");
+        if (!p) co_return no_such_resource(*uri);
+        if (m != "resources/read") co_return co_await async_subscribe(*p, *uri, m == "resources/subscribe", ctx);
+        auto const* up = co_await async_resource_owner(*p, *uri);
+        if (!up) co_return no_such_resource(*uri);
+        json::object note{{"text", "resources/read"}, {"server", up->name}, {"uri", *uri}};
+        if (auto j = co_await async_note(ctx, *p, std::move(note)); !j) {
+            spdlog::error("journal unavailable, resources/read refused: {}", j.error().message);
+            co_return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
+        }
+        co_return co_await async_forward(*up, m, std::move(params), ctx);
+    }
+
+    if (m == "prompts/get") {
+        auto name = string_param("name");
+        if (!name) co_return invalid_params("prompts/get params.name must be a string");
+        auto unknown = invalid_params("unknown prompt: " + *name);
+        if (!p) co_return unknown;
+        auto owner = co_await async_prompt_owner(*p, *name);
+        if (!owner) co_return unknown;
+        json::object note{{"text", "prompts/get"}, {"server", owner->first->name}, {"prompt", *name}};
+        if (auto const* a = params.if_contains("arguments")) note["arguments"] = *a;
+        if (auto j = co_await async_note(ctx, *p, std::move(note)); !j) {
+            spdlog::error("journal unavailable, prompts/get refused: {}", j.error().message);
+            co_return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
+        }
+        params["name"] = owner->second;
+        co_return co_await async_forward(*owner->first, m, std::move(params), ctx);
+    }
+
+    if (m == "completion/complete") {
+        auto* ref = params.if_contains("ref");
+        if (!ref || !ref->is_object()) co_return invalid_params("completion/complete params.ref must be an object");
+        auto& r = ref->as_object();
+        auto const* type = r.if_contains("type");
+        auto unknown = invalid_params("completion/complete: unknown reference");
+        if (!p || !type || !type->is_string()) co_return unknown;
+        if (type->get_string() == "ref/prompt") {
+            auto const* n = r.if_contains("name");
+            if (!n || !n->is_string()) co_return unknown;
+            std::string prompt_name(n->get_string());
+            auto owner = co_await async_prompt_owner(*p, prompt_name);
+            if (!owner) co_return unknown;
+            r["name"] = owner->second;
+            co_return co_await async_forward(*owner->first, m, std::move(params), ctx);
+        }
+        if (type->get_string() == "ref/resource") {
+            auto const* u = r.if_contains("uri");
+            if (!u || !u->is_string()) co_return unknown;
+            std::string ref_uri(u->get_string());
+            auto const* up = co_await async_resource_owner(*p, ref_uri);
+            if (!up) co_return unknown;
+            co_return co_await async_forward(*up, m, std::move(params), ctx);
+        }
+        co_return unknown;
+    }
+
+    if (m == "logging/setLevel") {
+        if (!string_param("level")) co_return invalid_params("logging/setLevel params.level must be a string");
+        if (!p) co_return json::object{};
+        co_return co_await async_set_level(*p, std::move(params), ctx);
+    }
+
+    // airlock itself is what the client pings (the endpoints answer it before it gets here).
+    if (m == "ping") co_return json::object{};
+
+    co_return mcp::error_object{mcp::rpc_code::method_not_found, "method not found: " + m, std::nullopt};
+}
+
+asio::awaitable<void> gateway::async_connect_upstreams() {
+    for (auto const& up : options_.upstreams) {
+        auto c = co_await up.client->async_connect();
+        if (!c) {
+            spdlog::warn("upstream {}: not reachable at start ({}); retried on demand", up.name, c.error().detail);
+            continue;
+        }
+        co_await async_catalogue(up);
+    }
+}
+
 asio::awaitable<mcp::handler_result> gateway::async_handle(mcp::request req, mcp::request_context& ctx) {
     if (req.method == "tools/list") co_return co_await async_list(req, ctx);
     if (req.method == "tools/call") co_return co_await async_call(req, ctx);
-    co_return mcp::error_object{mcp::rpc_code::method_not_found, "method not found: " + req.method, std::nullopt};
+    co_return co_await async_passthrough(req, ctx);
 }
 
 asio::awaitable<void> gateway::async_notification(mcp::notification, mcp::request_context&) { co_return; }
 
+namespace {
+
+asio::awaitable<void> async_seal_session_run(std::shared_ptr<core::journal_store> journal, std::string run) {
+    std::string status = "succeeded", reason = "session ended";
+    auto r = co_await journal->async_seal(run, status, reason);
+    if (!r) spdlog::warn("journal: sealing run {}: {}", run, r.error().message);
+}
+
+asio::awaitable<void> async_unsubscribe_upstream(std::shared_ptr<mcp::mcp_client> client, std::string uri) {
+    std::string method = "resources/unsubscribe";
+    json::object params{{"uri", uri}};
+    mcp::forward_options fo;
+    auto r = co_await client->async_forward(std::move(method), std::move(params), std::move(fo));
+    if (!r) spdlog::debug("upstream {}: unsubscribing {}: {}", client->server_name(), uri, r.error().message);
+}
+
+}  // namespace
+
 void gateway::session_closed(std::string const& session_id) {
     std::optional<std::string> run;
+    std::vector<std::pair<std::shared_ptr<mcp::mcp_client>, std::string>> unsubscribe;
     {
         std::lock_guard lock(mutex_);
         auto key = "session:" + session_id;
@@ -438,16 +1053,22 @@ void gateway::session_closed(std::string const& session_id) {
             run = it->second;
             runs_.erase(it);
         }
+        // Its subscriptions end with it; an upstream nobody else listens to may stop reporting.
+        for (auto it = subscribers_.begin(); it != subscribers_.end();) {
+            if (!it->second.erase(key) || !it->second.empty()) {
+                ++it;
+                continue;
+            }
+            if (auto const* up = upstream(subscribed_upstream_[it->first])) unsubscribe.emplace_back(up->client, it->first);
+            subscribed_upstream_.erase(it->first);
+            it = subscribers_.erase(it);
+        }
     }
-    if (!run) return;
-    auto journal = options_.journal;
-    auto seal = [journal, run = *run]() -> asio::awaitable<void> {
-        std::string status = "succeeded", reason = "session ended";
-        auto r = co_await journal->async_seal(run, status, reason);
-        if (!r) spdlog::warn("journal: sealing run {}: {}", run, r.error().message);
-    };
-    // Sealing runs on its own: the endpoint is not waiting for it.
-    if (options_.executor) asio::co_spawn(options_.executor, seal(), asio::detached);
+    // Both run on their own: the endpoint is not waiting for them.
+    if (!options_.executor) return;
+    for (auto& [client, uri] : unsubscribe)
+        asio::co_spawn(options_.executor, async_unsubscribe_upstream(client, uri), asio::detached);
+    if (run) asio::co_spawn(options_.executor, async_seal_session_run(options_.journal, *run), asio::detached);
 }
 
 }  // namespace airlock::service

@@ -34,6 +34,7 @@ struct gateway_principal {
     std::string name;
     core::manifest grants;  // the gateway manifest: tool grants, ceilings, protected fields
     bool trusted = false;   // arguments from a trusted principal carry a trusted label
+    bool anonymous = false; // also serves requests that carry no credentials (the endpoint's principal "")
 };
 
 struct gateway_options {
@@ -50,6 +51,18 @@ struct gateway_options {
     std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG; RAND_bytes when empty
     mcp::implementation server_info{"airlock", "0", std::nullopt, std::nullopt};
 };
+
+// Resources and prompts are governed per server: a principal sees the resources, resource templates
+// and prompts of an upstream only when its manifest grants at least one tool of that upstream.
+// Every resources/read and prompts/get is journaled (a note record: who read or got what).
+//
+// Relays: an upstream shared by several downstream sessions cannot say which of them a
+// server→client request (sampling, elicitation, roots) or a log message belongs to, so both go to
+// the downstream request most recently forwarded to that upstream and still in flight. With one
+// downstream request per upstream at a time this is exact; with several, a question may reach
+// the wrong client of the same principal or of another. Log messages outside any request, and
+// list_changed, go to the notification streams of principals who see that upstream;
+// resources/updated to those of principals with a session subscribed to that URI.
 
 // The text every refusal carries to the caller: it must not teach how to get around the policy.
 inline constexpr std::string_view not_permitted_text = "not permitted";
@@ -73,6 +86,10 @@ public:
     // The journal run of a session or principal, if one was admitted.
     std::optional<std::string> run_of(std::string const& session_id, std::string const& principal) const;
 
+    // Connects every upstream and reads its tool catalogue, so capabilities and pins are known
+    // before the first client asks. Failures are logged; the upstream is retried on demand.
+    boost::asio::awaitable<void> async_connect_upstreams();
+
 private:
     explicit gateway(gateway_options options);
 
@@ -88,8 +105,47 @@ private:
         std::chrono::steady_clock::time_point retry_after{};
     };
 
+    // A downstream request being served by an upstream: where that upstream's questions and log
+    // messages go while it runs.
+    struct inflight {
+        boost::asio::any_io_executor executor;
+        std::function<boost::asio::awaitable<void>(mcp::notification)> notify;
+        std::function<boost::asio::awaitable<mcp::handler_result>(std::string, boost::json::object)> ask_client;
+    };
+    class inflight_guard;
+    struct list_kind;
+
     gateway_principal const* principal(std::string const& name) const;
     gateway_upstream const* upstream(std::string const& name) const;
+    static bool sees(gateway_principal const& p, std::string const& server);
+    std::vector<gateway_upstream const*> visible_upstreams(gateway_principal const& p) const;
+
+    boost::asio::awaitable<mcp::handler_result> async_passthrough(mcp::request const& req, mcp::request_context& ctx);
+    boost::asio::awaitable<mcp::handler_result> async_list_passthrough(list_kind const& kind, mcp::request const& req,
+                                                                      gateway_principal const& p);
+    boost::asio::awaitable<mcp::handler_result> async_list_page(gateway_upstream const& up, list_kind const& kind,
+                                                                boost::json::object params);
+    boost::asio::awaitable<boost::json::array> async_list_all(gateway_upstream const& up, list_kind const& kind);
+    boost::asio::awaitable<void> async_refresh(gateway_principal const& p, list_kind const& kind);
+    boost::asio::awaitable<gateway_upstream const*> async_resource_owner(gateway_principal const& p, std::string const& uri);
+    boost::asio::awaitable<std::optional<std::pair<gateway_upstream const*, std::string>>> async_prompt_owner(
+        gateway_principal const& p, std::string const& exposed);
+    boost::asio::awaitable<mcp::handler_result> async_forward(gateway_upstream const& up, std::string method,
+                                                              boost::json::object params, mcp::request_context& ctx);
+    boost::asio::awaitable<mcp::handler_result> async_subscribe(gateway_principal const& p, std::string const& uri,
+                                                                bool subscribe, mcp::request_context& ctx);
+    boost::asio::awaitable<mcp::handler_result> async_set_level(gateway_principal const& p, boost::json::object params,
+                                                                mcp::request_context& ctx);
+    boost::asio::awaitable<core::result<void>> async_note(mcp::request_context const& ctx, gateway_principal const& p,
+                                                          boost::json::object body);
+    std::function<void(mcp::notification const&)> relay_to(mcp::request_context const& ctx,
+                                                           boost::asio::any_io_executor exec) const;
+    std::shared_ptr<inflight> latest_inflight(std::string const& server) const;
+    void upstream_notification(std::string const& server, mcp::notification const& n);
+    static boost::asio::awaitable<mcp::handler_result> async_upstream_request(std::weak_ptr<gateway> weak,
+                                                                             std::string server, mcp::request r);
+    void broadcast(std::string const& server, mcp::notification const& n);
+    std::string session_key(mcp::request_context const& ctx, gateway_principal const& p) const;
     boost::asio::awaitable<std::vector<catalogue_entry>> async_catalogue(gateway_upstream const& up);
     boost::asio::awaitable<std::optional<catalogue_entry>> async_resolve(gateway_principal const& p, std::string const& name);
     boost::asio::awaitable<mcp::handler_result> async_list(mcp::request const& req, mcp::request_context& ctx);
@@ -107,6 +163,14 @@ private:
     std::map<std::string, std::uint32_t> steps_;   // run id → effects started
     std::map<std::uint64_t, std::pair<std::string, notification_sink>> listeners_;
     std::uint64_t next_listener_ = 0;
+    std::map<std::string, std::vector<std::shared_ptr<inflight>>> inflight_;  // by upstream, oldest first
+    // Who owns what, learnt from listings (URIs are never renamed; prompt names are when prefixed).
+    std::map<std::string, std::string> resource_owner_;                        // uri → upstream
+    std::vector<std::pair<std::string, std::string>> template_owner_;           // (uriTemplate, upstream)
+    std::map<std::string, std::pair<std::string, std::string>> prompt_owner_;  // exposed → (upstream, name)
+    // Resource subscriptions: uri → (session key → principal); the upstream is subscribed while any remain.
+    std::map<std::string, std::map<std::string, std::string>> subscribers_;
+    std::map<std::string, std::string> subscribed_upstream_;  // uri → upstream
     core::run_id_generator ids_;
 };
 

@@ -111,6 +111,10 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
         co.server_name = u.name;
         co.call_deadline = u.deadline;
         co.client_info = {"airlock", AIRLOCK_VERSION, std::nullopt, std::nullopt};
+        // airlock relays these server→client requests to its own clients (gateway.hpp says how);
+        // a client that lacks one answers it with an error, as the spec has it. roots is not
+        // declared: servers ask for it unprompted at start, when no client request could carry it.
+        co.capabilities = {{"sampling", boost::json::object{}}, {"elicitation", boost::json::object{}}};
         std::unique_ptr<mcp::transport> t;
         if (u.kind == upstream_kind::stdio) {
             co.kind = mcp::transport_kind::stdio;
@@ -134,7 +138,7 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
         go.upstreams.push_back({u.name, client, u.prefix == tool_prefix::server});
         go.call_deadline = std::max(go.call_deadline, u.deadline);
     }
-    for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted});
+    for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted, p.anonymous});
     auto g = gateway::make(std::move(go));
     if (!g) return g.error();
     sc.gw = *g;
@@ -236,6 +240,7 @@ int run_serve(std::vector<std::string> const& args) {
     eo.allowed_hosts = c->server.allowed_hosts;
     eo.allowed_origins = c->server.allowed_origins;
     eo.authenticate = token_authenticator(*c);
+    for (auto const& p : c->principals) eo.allow_anonymous = eo.allow_anonymous || p.anonymous;
     auto endpoint = std::make_shared<mcp_endpoint>(sc->gw, eo);
     auto http_options = to_http_server_options(c->server);
     http_server server(ioc, http_options, make_mcp_handler(endpoint, fallback_route));
@@ -257,6 +262,8 @@ int run_serve(std::vector<std::string> const& args) {
                 ":" + std::to_string(ep.port());
     }
     server.start();
+    // Capabilities and pins are known sooner when the upstreams are met before the first client.
+    asio::co_spawn(ioc, sc->gw->async_connect_upstreams(), asio::detached);
     // The line tests and scripts wait for; it names the address actually bound (port 0 → a free one).
     spdlog::info("airlock {} listening on {} ({} upstreams, {} principals, journal {})", AIRLOCK_VERSION, where,
                  c->upstreams.size(), c->principals.size(), c->journal.directory.string());

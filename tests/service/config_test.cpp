@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -581,6 +582,50 @@ TEST_CASE("a short token is refused") {
     auto file = w.config("principals:\n  - name: alice\n    token_file: secrets/short.token\n    manifest: grants/alice.yaml\n");
     CHECK(first_code(file) == "invalid_token");
     CHECK_THAT(first_problem(file), !Catch::Contains("hunter2"));
+}
+
+TEST_CASE("an anonymous principal needs no token and is named in a warning and the summary") {
+    workspace w;
+    w.standard_files();
+    auto c = load_config(w.config(std::string(one_upstream) + R"yaml(
+principals:
+  - name: public
+    anonymous: true
+    manifest: grants/alice.yaml
+  - name: alice
+    token_file: secrets/alice.token
+    manifest: grants/alice.yaml
+)yaml"),
+                         test_env());
+    REQUIRE(c);
+    REQUIRE(c->principals.size() == 2);
+    CHECK(c->principals[0].anonymous);
+    CHECK(c->principals[0].token.empty());
+    CHECK_FALSE(c->principals[1].anonymous);
+    bool warned = std::any_of(c->warnings.begin(), c->warnings.end(), [](auto const& w) {
+        return w.find("principal public is anonymous") != std::string::npos;
+    });
+    CHECK(warned);
+    CHECK_THAT(summary(*c), Catch::Contains("public") && Catch::Contains("anonymous"));
+}
+
+TEST_CASE("an anonymous principal with a token is refused") {
+    workspace w;
+    w.standard_files();
+    auto file = w.config("principals:\n  - name: public\n    anonymous: true\n    token_file: secrets/alice.token\n"
+                         "    manifest: grants/alice.yaml\n");
+    CHECK(first_code(file) == "conflicting_fields");
+    CHECK_THAT(first_problem(file), Catch::Contains("principals[0].anonymous"));
+}
+
+TEST_CASE("two anonymous principals are refused") {
+    workspace w;
+    w.standard_files();
+    auto file = w.config("principals:\n"
+                         "  - { name: public, anonymous: true, manifest: grants/alice.yaml }\n"
+                         "  - { name: guest, anonymous: true, manifest: grants/alice.yaml }\n");
+    CHECK(first_code(file) == "duplicate_anonymous");
+    CHECK_THAT(first_problem(file), Catch::Contains("principals[1]") && Catch::Contains("principals[0]"));
 }
 
 TEST_CASE("a manifest's problems are reported prefixed by the principal's manifest path") {

@@ -1,0 +1,555 @@
+// The gateway's cost, measured in one run: tools/call of a fast upstream tool (server-everything
+// `get-sum`) sequentially and 64-concurrently, through airlock (durable and fast journal, stdio and
+// HTTP upstream), against the same upstream called directly, and against mcp-proxy in front of the
+// same stdio upstream; plus the time of one durable journal commit on the same disk. Prints a table
+// and one JSON line; it never passes or fails on time.
+//
+//   build/bench/bench_gateway_bench [--calls N] [--concurrency C] [--per-task M] [--commits K]
+//                                   [--airlock PATH] [--dir DIR]
+//
+// Every client here is airlock's own mcp_client. Through airlock the upstream is configured with
+// `prefix: none`, so the downstream sees `get-sum` (a `server__tool` wire name cannot be a ToolId
+// component, which may not contain "__"). The airlock binary is the real one, found next to this
+// executable (../service/airlock) unless --airlock names another. DIR (default: the system temp
+// directory) holds the generated configurations and journals and the commit measurement, so all
+// fsyncs hit the same disk.
+
+#include "mcp/client.hpp"
+#include "mcp/http_transport.hpp"
+#include "mcp/stdio_transport.hpp"
+#include "store/lmdb_store.hpp"
+#include "tests/support/child_process.hpp"
+#include "tests/support/peers.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+namespace peers = airlock::testing::peers;
+using namespace airlock;
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr char const* bench_token = "bench-7f3a9c2e51d84b06a9e1c3d5f7b2e4a8";
+
+struct settings {
+    int calls = 2000;        // sequential calls per target
+    int concurrency = 64;    // concurrent callers
+    int per_task = 100;      // calls per concurrent caller
+    int commits = 200;       // durable single-record appends timed
+    int warmup = 50;         // untimed calls first: connect, list, JIT
+    std::optional<fs::path> airlock;
+    fs::path dir = fs::temp_directory_path();
+};
+
+struct phase {
+    std::string target;
+    int concurrency = 1;
+    std::string protocol;
+    std::size_t calls = 0;
+    std::size_t failures = 0;
+    double seconds = 0, p50_us = 0, p99_us = 0;
+    double rate() const { return seconds > 0 ? static_cast<double>(calls) / seconds : 0; }
+};
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+double micros(clock_type::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+// Runs `ioc` until one coroutine has finished (rethrowing what it threw). Not ioc.run(): a client's
+// transport keeps reading its upstream in the background until closed, so the context never runs
+// out of work between phases.
+template <class T>
+T run(asio::io_context& ioc, asio::awaitable<T> task) {
+    auto fut = asio::co_spawn(ioc, std::move(task), asio::use_future);
+    while (fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready) ioc.run_one();
+    return fut.get();
+}
+
+// A child (airlock, a Node peer) whose stderr is read continuously: a chatty child must never
+// block on a full pipe mid-measurement. Stopped with SIGTERM first, so airlock and mcp-proxy stop
+// the upstream children they started, then SIGKILL if it lingers; always, even on error.
+class peer_process {
+public:
+    peer_process(std::string what, std::vector<std::string> argv, std::vector<std::string> env,
+                 std::string const& ready_text)
+        : what_(std::move(what)) {
+        child_ = std::make_unique<testing::child_process>(std::move(argv), std::move(env));
+        auto line = child_->wait_for_stderr_line(ready_text, 60s);
+        if (!line) {
+            auto err = child_->stderr_text();
+            stop();
+            throw std::runtime_error(what_ + " did not start; its stderr:\n" + err);
+        }
+        ready_line_ = *line;
+        drainer_ = std::thread([this] {
+            // Only this thread touches child_ until stop() has joined it.
+            while (!stopping_.load()) {
+                child_->stderr_text();
+                child_->stdout_text();
+                std::this_thread::sleep_for(50ms);
+            }
+        });
+    }
+    ~peer_process() { stop(); }
+    peer_process(peer_process const&) = delete;
+    peer_process& operator=(peer_process const&) = delete;
+
+    std::string const& ready_line() const { return ready_line_; }
+
+    void stop() {
+        if (!child_) return;
+        stopping_ = true;
+        if (drainer_.joinable()) drainer_.join();
+        child_->signal(SIGTERM);
+        int code = child_->wait(15s);
+        if (code != 0 && code != 128 + SIGTERM)
+            std::cerr << "note: " << what_ << " exited with " << code << "\n";
+        child_.reset();
+    }
+
+private:
+    std::string what_;
+    std::unique_ptr<testing::child_process> child_;
+    std::string ready_line_;
+    std::thread drainer_;
+    std::atomic<bool> stopping_{false};
+};
+
+std::uint16_t port_in(std::string const& line, std::regex const& pattern) {
+    std::smatch m;
+    if (!std::regex_search(line, m, pattern)) throw std::runtime_error("no port in: " + line);
+    return static_cast<std::uint16_t>(std::stoi(m[1]));
+}
+
+// A Node peer pinned to 127.0.0.1 by tests/support/bind-loopback.mjs, which reports its port.
+struct node_peer {
+    std::unique_ptr<peer_process> process;
+    std::uint16_t port = 0;
+
+    node_peer(std::string what, std::vector<std::string> args, std::vector<std::string> env) {
+        std::vector<std::string> argv{peers::node(), "--import",
+                                      std::string(AIRLOCK_SOURCE_DIR) + "/tests/support/bind-loopback.mjs"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        process = std::make_unique<peer_process>(std::move(what), std::move(argv), std::move(env),
+                                                 "airlock-test-listening");
+        port = port_in(process->ready_line(), std::regex(R"(airlock-test-listening 127\.0\.0\.1 (\d+))"));
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port) + "/mcp"; }
+};
+
+fs::path airlock_binary(settings const& s) {
+    if (s.airlock) return *s.airlock;
+    std::error_code ec;
+    auto self = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) {
+        auto beside = self.parent_path().parent_path() / "service" / "airlock";
+        if (fs::exists(beside)) return beside;
+    }
+    return fs::path(AIRLOCK_SOURCE_DIR) / "build" / "service" / "airlock";
+}
+
+// A fresh directory, removed with everything in it when the bench ends (or fails).
+struct scratch_dir {
+    fs::path path;
+    explicit scratch_dir(fs::path const& base) {
+        std::random_device rd;
+        for (int attempt = 0; attempt < 100 && path.empty(); ++attempt) {
+            auto p = base / ("airlock-gateway-bench-" + std::to_string(rd()));
+            if (fs::create_directories(p)) path = p;
+        }
+        if (path.empty()) throw std::runtime_error("cannot create a directory under " + base.string());
+    }
+    ~scratch_dir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    scratch_dir(scratch_dir const&) = delete;
+    scratch_dir& operator=(scratch_dir const&) = delete;
+};
+
+enum class upstream_via { stdio, http };
+
+// airlock serve with a generated configuration: one upstream (server-everything over stdio, or the
+// given HTTP URL) under its own tool names, egress allowing exactly it, one principal whose manifest
+// grants get.sum, calls signed, the journal in the given mode.
+struct airlock_gateway {
+    std::unique_ptr<peer_process> process;
+    std::uint16_t port = 0;
+
+    airlock_gateway(fs::path const& binary, fs::path const& dir, store::durability mode, upstream_via via,
+                    std::uint16_t upstream_port) {
+        fs::create_directories(dir);
+        {
+            std::ofstream(dir / "bench.token") << bench_token << "\n";
+        }
+        ::chmod((dir / "bench.token").c_str(), 0600);
+        std::ofstream(dir / "bench.yaml") << R"(apiVersion: airlock/v1
+kind: Agent
+metadata: { name: gateway-bench, version: "1" }
+spec:
+  tools:
+    - ref: tool://everything/get.sum
+      mutates: false
+  budgets: {}
+)";
+        std::ostringstream c;
+        c << "journal: { dir: journal, durability: " << (mode == store::durability::durable ? "durable" : "fast")
+          << " }\n"
+          << "signing: { key_file: keys/provenance.key, create_if_missing: true }\n"
+          << "upstreams:\n  - name: everything\n    prefix: none\n";
+        std::string upstream_url = "http://127.0.0.1:" + std::to_string(upstream_port);
+        if (via == upstream_via::stdio)
+            c << "    stdio: { argv: [\"" << peers::node() << "\", \"" << peers::everything() << "\", stdio] }\n"
+              << "egress:\n  - process: \"" << peers::node() << "\"\n";
+        else
+            c << "    url: " << upstream_url << "/mcp\n"
+              << "egress:\n  - \"" << upstream_url << "\"\n";
+        c << "principals:\n  - name: bench\n    token_file: bench.token\n    manifest: bench.yaml\n"
+          << "logging: { level: info, format: text }\n";
+        std::ofstream(dir / "airlock.yaml") << c.str();
+        process = std::make_unique<peer_process>(
+            "airlock", std::vector<std::string>{binary.string(), "serve", "--config", (dir / "airlock.yaml").string(),
+                                                "--listen", "127.0.0.1:0"},
+            std::vector<std::string>{}, "listening on http://");
+        port = port_in(process->ready_line(), std::regex(R"(127\.0\.0\.1:(\d+))"));
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port) + "/mcp"; }
+};
+
+using client_factory = std::function<std::unique_ptr<mcp::mcp_client>(asio::any_io_executor)>;
+
+client_factory stdio_client() {
+    return [](asio::any_io_executor ex) {
+        mcp::stdio_options so;
+        so.server_name = "everything";
+        so.argv = {peers::node(), peers::everything(), "stdio"};
+        mcp::client_options co;
+        co.server_name = "everything";
+        return std::make_unique<mcp::mcp_client>(std::make_unique<mcp::stdio_transport>(ex, so), co);
+    };
+}
+
+client_factory http_client(std::string server_name, std::string url, std::optional<std::string> token) {
+    return [=](asio::any_io_executor ex) {
+        mcp::http_transport_options ho;
+        ho.server_name = server_name;
+        ho.url = url;
+        if (token) ho.headers.emplace_back("Authorization", "Bearer " + *token);
+        // The 64 concurrent callers each keep a connection between calls.
+        ho.pool_size = 128;
+        mcp::client_options co;
+        co.server_name = server_name;
+        co.kind = mcp::transport_kind::http;
+        return std::make_unique<mcp::mcp_client>(std::make_unique<mcp::http_transport>(ex, ho), co);
+    };
+}
+
+// Warm-up, then `calls` sequential calls, then `concurrency` callers of `per_task` calls each, all
+// on one client on one thread; the client is closed (its child stopped) even when a phase throws.
+std::vector<phase> drive(std::string const& target, std::string const& server_name, client_factory const& make,
+                         settings const& s) {
+    asio::io_context ioc;
+    auto client = make(ioc.get_executor());
+    auto const tool = *core::tool_id::parse("tool://" + server_name + "/get.sum");
+    boost::json::value const args = {{"a", 2}, {"b", 3}};
+    std::vector<phase> out;
+    std::exception_ptr failed;
+
+    try {
+        auto sequential = [&]() -> asio::awaitable<phase> {
+            std::optional<core::provenance> unsigned_call;
+            for (int i = 0; i < s.warmup; ++i) {
+                auto r = co_await client->async_call(tool, args, unsigned_call);
+                if (!r) {
+                    std::ostringstream why;
+                    why << r.error();
+                    throw std::runtime_error(target + ": warm-up call failed: " + why.str());
+                }
+                // The answer must be the real one, or the figures measure an error path.
+                if (i == 0 && boost::json::serialize(*r).find("The sum of 2 and 3 is 5") == std::string::npos)
+                    throw std::runtime_error(target + ": unexpected result " + boost::json::serialize(*r));
+            }
+            phase p;
+            p.target = target;
+            std::vector<double> lat;
+            lat.reserve(static_cast<std::size_t>(s.calls));
+            auto start = clock_type::now();
+            for (int i = 0; i < s.calls; ++i) {
+                auto t0 = clock_type::now();
+                auto r = co_await client->async_call(tool, args, unsigned_call);
+                lat.push_back(micros(clock_type::now() - t0));
+                if (!r) ++p.failures;
+            }
+            p.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+            p.calls = lat.size();
+            p.p50_us = percentile(lat, 0.50);
+            p.p99_us = percentile(lat, 0.99);
+            co_return p;
+        };
+        out.push_back(run(ioc, sequential()));
+
+        phase p;
+        p.target = target;
+        p.concurrency = s.concurrency;
+        std::vector<std::vector<double>> lat(static_cast<std::size_t>(s.concurrency));
+        std::size_t failures = 0;
+        std::exception_ptr worker_failed;
+        // One closure for every caller, alive until the loop below has run them all: a coroutine
+        // lambda reads its captures through the closure, so it must outlive the coroutine.
+        auto worker = [&](std::size_t w) -> asio::awaitable<void> {
+            std::optional<core::provenance> unsigned_call;
+            auto& mine = lat[w];
+            for (int i = 0; i < s.per_task; ++i) {
+                auto t0 = clock_type::now();
+                auto r = co_await client->async_call(tool, args, unsigned_call);
+                mine.push_back(micros(clock_type::now() - t0));
+                if (!r) ++failures;  // one thread runs every caller: no race
+            }
+        };
+        int running = s.concurrency;
+        auto done = [&](std::exception_ptr e) {
+            --running;
+            if (e && !worker_failed) worker_failed = e;
+        };
+        auto start = clock_type::now();
+        for (int w = 0; w < s.concurrency; ++w) asio::co_spawn(ioc, worker(static_cast<std::size_t>(w)), done);
+        while (running > 0) ioc.run_one();
+        p.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+        if (worker_failed) std::rethrow_exception(worker_failed);
+        std::vector<double> all;
+        for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+        p.calls = all.size();
+        p.failures = failures;
+        p.p50_us = percentile(all, 0.50);
+        p.p99_us = percentile(all, 0.99);
+        out.push_back(p);
+    } catch (...) {
+        failed = std::current_exception();
+    }
+    for (auto& p : out) p.protocol = client->protocol_version();
+    try {
+        run(ioc, client->async_close());
+    } catch (std::exception const& e) {
+        std::cerr << "note: closing the client for " << target << ": " << e.what() << "\n";
+    }
+    if (failed) std::rethrow_exception(failed);
+    return out;
+}
+
+// One durable journal commit: sequential single-record appends to a fresh LMDB journal; each one
+// completes only after its fsync.
+phase measure_commit(fs::path const& dir, int commits) {
+    auto opened = store::lmdb_store::open({dir, std::size_t{64} << 20, store::durability::durable});
+    if (!opened) throw std::runtime_error("cannot open a journal in " + dir.string() + ": " + opened.error().message);
+    auto& journal = *opened;
+    asio::io_context ioc;
+    auto task = [&]() -> asio::awaitable<phase> {
+        boost::json::object admit;
+        admit["agent"] = {{"name", "bench"}, {"version", "1"}, {"digest", std::string(64, '0')}};
+        admit["input"] = "go";
+        admit["admitted_at"] = "2026-11-30T00:00:00Z";
+        std::vector<core::new_record> first{core::new_record{core::record_kind::run_admitted, admit}};
+        std::string const run_id = "commit-bench";
+        auto a = co_await journal->async_append(run_id, std::move(first));
+        if (!a) throw std::runtime_error("journal append failed: " + a.error().message);
+        phase p;
+        p.target = "durable journal commit";
+        std::vector<double> lat;
+        auto start = clock_type::now();
+        for (int i = 0; i < commits; ++i) {
+            boost::json::object body;
+            body["effect_key"] = "e" + std::to_string(i);
+            body["target"] = "tool";
+            body["tool"] = "tool://everything/get.sum";
+            body["arguments"] = {{"a", 2}, {"b", 3}};
+            body["mutates"] = false;
+            body["attempt"] = 1;
+            std::vector<core::new_record> next{core::new_record{core::record_kind::effect_started, body}};
+            auto t0 = clock_type::now();
+            auto r = co_await journal->async_append(run_id, std::move(next));
+            lat.push_back(micros(clock_type::now() - t0));
+            if (!r) ++p.failures;
+        }
+        p.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+        p.calls = lat.size();
+        p.p50_us = percentile(lat, 0.50);
+        p.p99_us = percentile(lat, 0.99);
+        co_return p;
+    };
+    return run(ioc, task());
+}
+
+phase const* find_row(std::vector<phase> const& rows, std::string const& target, int concurrency) {
+    for (auto const& r : rows)
+        if (r.target == target && r.concurrency == concurrency) return &r;
+    return nullptr;
+}
+
+int usage() {
+    std::cerr << "usage: gateway_bench [--calls N] [--concurrency C] [--per-task M] [--commits K] [--airlock PATH] "
+                 "[--dir DIR]\n";
+    return 2;
+}
+
+int bench(settings const& s) {
+    auto const binary = airlock_binary(s);
+    if (!fs::exists(binary)) {
+        std::cerr << "airlock binary not found at " << binary << " (build it, or pass --airlock PATH)\n";
+        return 1;
+    }
+    scratch_dir scratch(s.dir);
+    std::vector<phase> rows;
+    auto add = [&](std::vector<phase> r) { rows.insert(rows.end(), r.begin(), r.end()); };
+    auto through = [&](std::string const& target, store::durability mode, upstream_via via, std::uint16_t up_port) {
+        airlock_gateway gw(binary, scratch.path / target, mode, via, up_port);
+        add(drive(target, "airlock", http_client("airlock", gw.url(), bench_token), s));
+    };
+
+    std::cerr << "direct stdio...\n";
+    add(drive("direct stdio", "everything", stdio_client(), s));
+    std::cerr << "airlock (durable) -> stdio...\n";
+    through("airlock durable stdio", store::durability::durable, upstream_via::stdio, 0);
+    std::cerr << "airlock (fast) -> stdio...\n";
+    through("airlock fast stdio", store::durability::fast, upstream_via::stdio, 0);
+    {
+        node_peer upstream("server-everything (streamableHttp)", {peers::everything(), "streamableHttp"}, {"PORT=0"});
+        std::cerr << "direct http...\n";
+        add(drive("direct http", "everything", http_client("everything", upstream.url(), std::nullopt), s));
+        std::cerr << "airlock (durable) -> http...\n";
+        through("airlock durable http", store::durability::durable, upstream_via::http, upstream.port);
+        std::cerr << "airlock (fast) -> http...\n";
+        through("airlock fast http", store::durability::fast, upstream_via::http, upstream.port);
+    }
+    {
+        node_peer proxy("mcp-proxy",
+                        {peers::mcp_proxy(), "--host", "127.0.0.1", "--port", "0", "--server", "stream", "--",
+                         peers::node(), peers::everything(), "stdio"},
+                        {});
+        std::cerr << "mcp-proxy -> stdio...\n";
+        add(drive("mcp-proxy stdio", "proxy", http_client("proxy", proxy.url(), std::nullopt), s));
+    }
+    std::cerr << "durable journal commits...\n";
+    auto commit = measure_commit(scratch.path / "commit-journal", s.commits);
+
+    std::printf("%-24s %-11s %5s %7s %10s %10s %10s %9s\n", "target", "protocol", "conc", "calls", "calls/s", "p50 us",
+                "p99 us", "failures");
+    boost::json::array json_rows;
+    for (auto const& r : rows) {
+        std::printf("%-24s %-11s %5d %7zu %10.0f %10.1f %10.1f %9zu\n", r.target.c_str(), r.protocol.c_str(),
+                    r.concurrency, r.calls, r.rate(), r.p50_us, r.p99_us, r.failures);
+        json_rows.push_back({{"target", r.target}, {"protocol", r.protocol}, {"concurrency", r.concurrency},
+                             {"calls", r.calls}, {"calls_per_s", r.rate()}, {"p50_us", r.p50_us},
+                             {"p99_us", r.p99_us}, {"failures", r.failures}});
+    }
+    std::printf("%-24s %-11s %5d %7zu %10.0f %10.1f %10.1f %9zu\n", commit.target.c_str(), "-", 1, commit.calls,
+                commit.rate(), commit.p50_us, commit.p99_us, commit.failures);
+
+    // Derived figures: what airlock adds to the median call, against the floor of one durable commit,
+    // and throughput against mcp-proxy on the same upstream.
+    auto p50 = [&](std::string const& t) { auto r = find_row(rows, t, 1); return r ? r->p50_us : 0.0; };
+    auto rate = [&](std::string const& t) { auto r = find_row(rows, t, s.concurrency); return r ? r->rate() : 0.0; };
+    double const added_durable_stdio = p50("airlock durable stdio") - p50("direct stdio");
+    double const added_fast_stdio = p50("airlock fast stdio") - p50("direct stdio");
+    double const added_durable_http = p50("airlock durable http") - p50("direct http");
+    double const added_fast_http = p50("airlock fast http") - p50("direct http");
+    double const proxy_rate = rate("mcp-proxy stdio");
+    double const ratio_durable = proxy_rate > 0 ? rate("airlock durable stdio") / proxy_rate : 0;
+    double const ratio_fast = proxy_rate > 0 ? rate("airlock fast stdio") / proxy_rate : 0;
+    double const proxy_added = p50("mcp-proxy stdio") - p50("direct stdio");
+
+    std::printf("\n");
+    std::printf("airlock-added p50, stdio upstream, durable : %9.1f us  (durable commit p50 %.1f us; difference %+.1f us)\n",
+                added_durable_stdio, commit.p50_us, added_durable_stdio - commit.p50_us);
+    std::printf("airlock-added p50, stdio upstream, fast    : %9.1f us\n", added_fast_stdio);
+    std::printf("airlock-added p50, http upstream, durable  : %9.1f us  (difference to commit p50 %+.1f us)\n",
+                added_durable_http, added_durable_http - commit.p50_us);
+    std::printf("airlock-added p50, http upstream, fast     : %9.1f us\n", added_fast_http);
+    std::printf("mcp-proxy-added p50, stdio upstream        : %9.1f us\n", proxy_added);
+    std::printf("durable journal commit p50 / p99           : %9.1f / %.1f us\n", commit.p50_us, commit.p99_us);
+    std::printf("calls/s at %d concurrent, airlock / mcp-proxy: durable %.1fx, fast %.1fx\n", s.concurrency,
+                ratio_durable, ratio_fast);
+    std::fflush(stdout);
+
+    boost::json::object derived{{"airlock_added_p50_us_durable_stdio", added_durable_stdio},
+                                {"airlock_added_p50_us_fast_stdio", added_fast_stdio},
+                                {"airlock_added_p50_us_durable_http", added_durable_http},
+                                {"airlock_added_p50_us_fast_http", added_fast_http},
+                                {"mcp_proxy_added_p50_us_stdio", proxy_added},
+                                {"durable_commit_p50_us", commit.p50_us},
+                                {"durable_commit_p99_us", commit.p99_us},
+                                {"airlock_durable_over_commit_p50_us", added_durable_stdio - commit.p50_us},
+                                {"calls_per_s_ratio_airlock_durable_over_mcp_proxy", ratio_durable},
+                                {"calls_per_s_ratio_airlock_fast_over_mcp_proxy", ratio_fast}};
+    boost::json::object out{{"bench", "gateway"},
+                            {"rows", json_rows},
+                            {"commit", {{"p50_us", commit.p50_us}, {"p99_us", commit.p99_us}, {"appends", commit.calls},
+                                        {"failures", commit.failures}}},
+                            {"derived", derived}};
+    std::cout << boost::json::serialize(out) << std::endl;
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    settings s;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto number = [&](int& into) {
+            if (i + 1 >= argc) return false;
+            into = std::max(1, std::atoi(argv[++i]));
+            return true;
+        };
+        if (a == "--calls") { if (!number(s.calls)) return usage(); }
+        else if (a == "--concurrency") { if (!number(s.concurrency)) return usage(); }
+        else if (a == "--per-task") { if (!number(s.per_task)) return usage(); }
+        else if (a == "--commits") { if (!number(s.commits)) return usage(); }
+        else if (a == "--airlock" && i + 1 < argc) s.airlock = fs::path(argv[++i]);
+        else if (a == "--dir" && i + 1 < argc) s.dir = argv[++i];
+        else return usage();
+    }
+    spdlog::set_level(spdlog::level::warn);
+    // Every process started here is stopped by a destructor; exceptions are caught so they run.
+    try {
+        return bench(s);
+    } catch (std::exception const& e) {
+        std::cerr << "gateway_bench: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,400 @@
+// The gateway beyond tools: resources, prompts, completion and logging passed through to real
+// upstreams (the project's conformance fixture, and server-everything for a second one), governed
+// per server and journaled; and the relays of what an upstream sends while a call runs (log
+// messages, sampling questions, resource updates) and of a client's cancellation.
+#include "service/gateway.hpp"
+
+#include "mcp/stdio_transport.hpp"
+#include "store/memory_store.hpp"
+#include "tests/support/peers.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/json/serialize.hpp>
+#include <catch2/catch.hpp>
+
+#include <optional>
+
+using namespace airlock;
+namespace asio = boost::asio;
+namespace json = boost::json;
+namespace peers = airlock::testing::peers;
+
+namespace {
+
+constexpr char const* alice_yaml = R"(
+apiVersion: airlock/v1
+kind: Agent
+metadata: { name: alice-desk, version: "1" }
+spec:
+  tools:
+    - ref: tool://fixture/test_simple_text
+      mutates: false
+    - ref: tool://fixture/test_tool_with_logging
+      mutates: false
+    - ref: tool://fixture/test_sampling
+      mutates: false
+    - ref: tool://everything/echo
+      mutates: false
+  budgets: {}
+)";
+
+// Granted a tool of a server no upstream provides: sees none of the upstreams' resources or prompts.
+constexpr char const* bob_yaml = R"(
+apiVersion: airlock/v1
+kind: Agent
+metadata: { name: bob-desk, version: "1" }
+spec:
+  tools:
+    - ref: tool://elsewhere/thing
+      mutates: false
+  budgets: {}
+)";
+
+std::string fixture_script() { return std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/conformance_server.mjs"; }
+
+std::shared_ptr<mcp::mcp_client> stdio_client(asio::io_context& ioc, std::string name, std::vector<std::string> argv) {
+    mcp::stdio_options so;
+    so.server_name = name;
+    so.argv = std::move(argv);
+    so.stdin_close_grace = std::chrono::milliseconds(300);
+    so.sigterm_grace = std::chrono::milliseconds(300);
+    mcp::client_options co;
+    co.server_name = name;
+    co.capabilities = {{"sampling", json::object{}}, {"elicitation", json::object{}}};
+    return std::make_shared<mcp::mcp_client>(std::make_unique<mcp::stdio_transport>(ioc.get_executor(), so), co);
+}
+
+struct harness {
+    asio::io_context ioc;
+    std::shared_ptr<store::memory_store> journal = std::make_shared<store::memory_store>();
+    std::vector<std::shared_ptr<mcp::mcp_client>> clients;
+    std::shared_ptr<service::gateway> gw;
+
+    // The fixture (prefix: none; its watched resource changes every 100 ms), and with `two`
+    // server-everything as a second, prefixed upstream.
+    explicit harness(bool two = false) {
+        service::gateway_options o;
+        o.executor = ioc.get_executor();
+        clients.push_back(stdio_client(ioc, "fixture",
+                                       {peers::node(), fixture_script(), "--transport", "stdio", "--watch-interval-ms", "100"}));
+        o.upstreams.push_back({"fixture", clients.back(), false});
+        if (two) {
+            clients.push_back(stdio_client(ioc, "everything", {peers::node(), peers::everything(), "stdio"}));
+            o.upstreams.push_back({"everything", clients.back(), true});
+        }
+        REQUIRE(o.egress.add(core::process_destination{peers::node()}).has_value());
+        auto alice = core::parse_manifest(alice_yaml);
+        auto bob = core::parse_manifest(bob_yaml);
+        REQUIRE(alice.has_value());
+        REQUIRE(bob.has_value());
+        o.principals.push_back({"alice", *alice, false});
+        o.principals.push_back({"bob", *bob, false});
+        o.journal = journal;
+        o.pins = journal;
+        auto g = service::gateway::make(std::move(o));
+        REQUIRE(g.has_value());
+        gw = *g;
+    }
+
+    static mcp::request_context context(std::string principal = "alice") {
+        mcp::request_context ctx;
+        ctx.principal = std::move(principal);
+        ctx.session_id = "s1";
+        ctx.protocol_version = "2025-11-25";
+        ctx.request_id_text = "1";
+        return ctx;
+    }
+
+    // Callers name their params: GCC 12 mishandles braced temporaries in a co_await expression.
+    asio::awaitable<mcp::handler_result> ask(char const* method, json::object params, mcp::request_context& ctx) {
+        mcp::request req{std::string("1"), std::string(method), std::move(params)};
+        co_return co_await gw->async_handle(std::move(req), ctx);
+    }
+
+    // Runs `body`, then closes the upstreams so no child outlives the test.
+    template <class F>
+    void run(F body) {
+        auto task = [&]() -> asio::awaitable<void> {
+            std::exception_ptr failure;
+            try {
+                co_await body();
+            } catch (...) {
+                failure = std::current_exception();
+            }
+            for (auto& c : clients) co_await c->async_close();
+            if (failure) std::rethrow_exception(failure);
+        };
+        auto fut = asio::co_spawn(ioc, task(), asio::use_future);
+        ioc.run();
+        fut.get();
+    }
+
+    std::vector<core::record> records() {
+        asio::io_context local;
+        auto page = asio::co_spawn(local, journal->async_runs({}), asio::use_future);
+        local.run();
+        auto p = page.get();
+        REQUIRE(p.has_value());
+        std::vector<core::record> all;
+        for (auto const& run : p->runs) {
+            asio::io_context local2;
+            auto recs = asio::co_spawn(local2, journal->async_read(run.run_id, 1), asio::use_future);
+            local2.run();
+            auto r = recs.get();
+            REQUIRE(r.has_value());
+            all.insert(all.end(), r->begin(), r->end());
+        }
+        return all;
+    }
+};
+
+// Waits (bounded) until `done` holds, letting the io_context run meanwhile.
+asio::awaitable<bool> eventually(std::function<bool()> done) {
+    auto exec = co_await asio::this_coro::executor;
+    // Bounded: 10 s, far beyond what the fixture needs (it acts within 100 ms).
+    for (int i = 0; i < 500; ++i) {
+        if (done()) co_return true;
+        asio::steady_timer t(exec, std::chrono::milliseconds(20));
+        co_await t.async_wait(asio::use_awaitable);
+    }
+    co_return done();
+}
+
+std::string first_text(json::object const& result, char const* list_key) {
+    auto const& first = result.at(list_key).as_array().at(0).as_object();
+    if (auto const* c = first.if_contains("content")) return std::string(c->at("text").as_string());
+    return std::string(first.at("text").as_string());
+}
+
+std::vector<std::string> names_of(json::object const& result, char const* key, char const* field = "name") {
+    std::vector<std::string> out;
+    for (auto const& item : result.at(key).as_array()) out.emplace_back(item.at(field).as_string());
+    return out;
+}
+
+bool contains(std::vector<std::string> const& v, std::string const& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+}  // namespace
+
+TEST_CASE("a principal granted a tool of an upstream lists and reads its resources, prompts and completions") {
+    harness h;
+    std::optional<mcp::handler_result> resources, templates, read, prompts, prompt, completion;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        json::object none;
+        resources = co_await h.ask("resources/list", none, ctx);
+        templates = co_await h.ask("resources/templates/list", none, ctx);
+        json::object uri{{"uri", "test://template/42/data"}};
+        read = co_await h.ask("resources/read", std::move(uri), ctx);
+        prompts = co_await h.ask("prompts/list", none, ctx);
+        json::object get{{"name", "test_prompt_with_arguments"}, {"arguments", {{"arg1", "a"}, {"arg2", "b"}}}};
+        prompt = co_await h.ask("prompts/get", std::move(get), ctx);
+        json::object complete{{"ref", {{"type", "ref/prompt"}, {"name", "test_prompt_with_arguments"}}},
+                              {"argument", {{"name", "arg1"}, {"value", "pa"}}}};
+        completion = co_await h.ask("completion/complete", std::move(complete), ctx);
+    });
+    REQUIRE(resources->has_value());
+    CHECK(contains(names_of(**resources, "resources", "uri"), "test://static-text"));
+    REQUIRE(templates->has_value());
+    CHECK(contains(names_of(**templates, "resourceTemplates", "uriTemplate"), "test://template/{id}/data"));
+    REQUIRE(read->has_value());
+    CHECK_THAT(first_text(**read, "contents"), Catch::Contains("Data for ID: 42"));
+    REQUIRE(prompts->has_value());
+    CHECK(contains(names_of(**prompts, "prompts"), "test_simple_prompt"));
+    REQUIRE(prompt->has_value());
+    CHECK(first_text(**prompt, "messages") == "Prompt with arguments: arg1='a', arg2='b'");
+    REQUIRE(completion->has_value());
+    auto values = (*completion)->at("completion").at("values").as_array();
+    CHECK(values == json::array{"paris", "park", "party"});
+}
+
+TEST_CASE("a principal granted nothing of an upstream sees none of its resources, prompts or capabilities") {
+    harness h;
+    std::optional<mcp::handler_result> resources, read, prompt;
+    h.run([&]() -> asio::awaitable<void> {
+        co_await h.gw->async_connect_upstreams();
+        auto ctx = harness::context("bob");
+        json::object none;
+        resources = co_await h.ask("resources/list", none, ctx);
+        json::object uri{{"uri", "test://static-text"}};
+        read = co_await h.ask("resources/read", std::move(uri), ctx);
+        json::object get{{"name", "test_simple_prompt"}};
+        prompt = co_await h.ask("prompts/get", std::move(get), ctx);
+    });
+    REQUIRE(resources->has_value());
+    CHECK((*resources)->at("resources").as_array().empty());
+    REQUIRE_FALSE(read->has_value());
+    CHECK(read->error().code == -32002);
+    CHECK_FALSE(prompt->has_value());
+    auto caps = h.gw->server_capabilities("bob");
+    CHECK(caps.contains("tools"));
+    CHECK_FALSE(caps.contains("resources"));
+    CHECK_FALSE(caps.contains("prompts"));
+}
+
+TEST_CASE("the capabilities airlock advertises are those of the upstreams the principal sees") {
+    harness h;
+    h.run([&]() -> asio::awaitable<void> { co_await h.gw->async_connect_upstreams(); });
+    auto caps = h.gw->server_capabilities("alice");
+    CHECK(caps.at("resources").at("subscribe") == true);
+    CHECK(caps.at("resources").at("listChanged") == true);
+    CHECK(caps.at("prompts").at("listChanged") == true);
+    CHECK(caps.contains("logging"));
+    CHECK(caps.contains("completions"));
+}
+
+TEST_CASE("every resources/read and prompts/get is journaled as a note saying who read or got what") {
+    harness h;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        json::object uri{{"uri", "test://static-text"}};
+        auto read = co_await h.ask("resources/read", std::move(uri), ctx);
+        REQUIRE(read.has_value());
+        json::object get{{"name", "test_simple_prompt"}};
+        auto got = co_await h.ask("prompts/get", std::move(get), ctx);
+        REQUIRE(got.has_value());
+    });
+    std::vector<json::object> notes;
+    for (auto const& r : h.records())
+        if (r.kind == core::record_kind::note) notes.push_back(r.body);
+    REQUIRE(notes.size() == 2);
+    CHECK(notes[0].at("text") == "resources/read");
+    CHECK(notes[0].at("principal") == "alice");
+    CHECK(notes[0].at("uri") == "test://static-text");
+    CHECK(notes[1].at("text") == "prompts/get");
+    CHECK(notes[1].at("prompt") == "test_simple_prompt");
+}
+
+TEST_CASE("log messages a stdio upstream sends during a call reach that call's client") {
+    harness h;
+    std::vector<mcp::notification> seen;
+    bool all_three = false;
+    std::optional<mcp::handler_result> result;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        ctx.notify = [&](mcp::notification n) -> asio::awaitable<void> {
+            seen.push_back(std::move(n));
+            co_return;
+        };
+        json::object call{{"name", "test_tool_with_logging"}, {"arguments", json::object{}}};
+        result = co_await h.ask("tools/call", std::move(call), ctx);
+        std::function<bool()> three = [&] { return seen.size() >= 3; };
+        all_three = co_await eventually(three);
+    });
+    REQUIRE(result->has_value());
+    CHECK_FALSE((*result)->contains("isError"));
+    REQUIRE(all_three);
+    CHECK(seen[0].method == "notifications/message");
+    CHECK(seen[0].params->at("data") == "Tool execution started");
+}
+
+TEST_CASE("a sampling request an upstream sends during a call is asked of that call's client, and its answer returned") {
+    harness h;
+    std::optional<std::string> asked;
+    std::optional<mcp::handler_result> result;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        ctx.ask_client = [&](std::string method, json::object params) -> asio::awaitable<mcp::handler_result> {
+            asked = method + " " + json::serialize(params.at("messages"));
+            json::object answer{{"role", "assistant"},
+                                {"content", {{"type", "text"}, {"text", "a considered answer"}}},
+                                {"model", "test-model"}};
+            co_return answer;
+        };
+        json::object call{{"name", "test_sampling"}, {"arguments", {{"prompt", "what now?"}}}};
+        result = co_await h.ask("tools/call", std::move(call), ctx);
+    });
+    REQUIRE(asked.has_value());
+    CHECK_THAT(*asked, Catch::StartsWith("sampling/createMessage ") && Catch::Contains("what now?"));
+    REQUIRE(result->has_value());
+    CHECK(first_text(**result, "content") == "LLM response: a considered answer");
+}
+
+TEST_CASE("a call the client cancels ends at once, is journaled in doubt, and never waits for the upstream") {
+    harness h;
+    std::optional<mcp::handler_result> result;
+    h.run([&]() -> asio::awaitable<void> {
+        auto exec = co_await asio::this_coro::executor;
+        asio::cancellation_signal cancel;
+        // The upstream's question is never answered: only the cancellation can end the call.
+        auto never = std::make_shared<asio::steady_timer>(exec, std::chrono::hours(1));
+        auto ctx = harness::context();
+        ctx.cancelled = cancel.slot();
+        ctx.ask_client = [&, never](std::string, json::object) -> asio::awaitable<mcp::handler_result> {
+            asio::post(exec, [&] { cancel.emit(asio::cancellation_type::terminal); });
+            co_await never->async_wait(asio::as_tuple(asio::use_awaitable));
+            co_return mcp::error_object{mcp::rpc_code::internal_error, "the client went away", std::nullopt};
+        };
+        json::object call{{"name", "test_sampling"}, {"arguments", {{"prompt", "never answered"}}}};
+        result = co_await h.ask("tools/call", std::move(call), ctx);
+        never->cancel();
+    });
+    REQUIRE(result->has_value());
+    CHECK((*result)->at("isError") == true);
+    std::optional<json::object> failed;
+    for (auto const& r : h.records())
+        if (r.kind == core::record_kind::effect_failed) failed = r.body;
+    REQUIRE(failed.has_value());
+    CHECK(failed->at("error_kind") == "timed_out");
+    CHECK(failed->at("disposition") == "in_doubt");
+    // Ended by the cancellation, not by the call deadline running out.
+    CHECK_THAT(std::string(failed->at("detail").as_string()), Catch::Contains("cancelled"));
+}
+
+TEST_CASE("resource updates reach the notification streams of a principal subscribed to that URI, until it unsubscribes") {
+    harness h;
+    std::vector<std::string> alice_got, bob_got;
+    bool updated = false;
+    std::optional<mcp::handler_result> subscribed, unsubscribed;
+    h.run([&]() -> asio::awaitable<void> {
+        auto a = h.gw->add_listener("alice", [&](mcp::notification const& n) { alice_got.push_back(n.method); });
+        auto b = h.gw->add_listener("bob", [&](mcp::notification const& n) { bob_got.push_back(n.method); });
+        auto ctx = harness::context();
+        json::object uri{{"uri", "test://watched-resource"}};
+        subscribed = co_await h.ask("resources/subscribe", uri, ctx);
+        std::function<bool()> some = [&] { return contains(alice_got, "notifications/resources/updated"); };
+        updated = co_await eventually(some);
+        unsubscribed = co_await h.ask("resources/unsubscribe", std::move(uri), ctx);
+        h.gw->remove_listener(a);
+        h.gw->remove_listener(b);
+    });
+    REQUIRE(subscribed->has_value());
+    REQUIRE(unsubscribed->has_value());
+    CHECK(updated);
+    CHECK_FALSE(contains(bob_got, "notifications/resources/updated"));
+}
+
+TEST_CASE("with several upstreams, lists merge and each read or get goes to the upstream that owns the URI or prompt") {
+    harness h(true);
+    std::optional<mcp::handler_result> prompts, fixture_read, everything_read, prefixed_get;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        json::object none;
+        prompts = co_await h.ask("prompts/list", none, ctx);
+        json::object a{{"uri", "test://static-text"}};
+        fixture_read = co_await h.ask("resources/read", std::move(a), ctx);
+        // Listed by no one: it belongs to everything's template demo://resource/dynamic/text/{resourceId}.
+        json::object b{{"uri", "demo://resource/dynamic/text/1"}};
+        everything_read = co_await h.ask("resources/read", std::move(b), ctx);
+        json::object get{{"name", "everything__simple-prompt"}};
+        prefixed_get = co_await h.ask("prompts/get", std::move(get), ctx);
+    });
+    REQUIRE(prompts->has_value());
+    auto names = names_of(**prompts, "prompts");
+    CHECK(contains(names, "test_simple_prompt"));  // prefix: none keeps its names
+    CHECK(contains(names, "everything__simple-prompt"));
+    CHECK_FALSE(contains(names, "simple-prompt"));
+    REQUIRE(fixture_read->has_value());
+    CHECK(first_text(**fixture_read, "contents") == "This is the content of the static text resource.");
+    REQUIRE(everything_read->has_value());
+    CHECK((*everything_read)->at("contents").as_array().at(0).at("uri") == "demo://resource/dynamic/text/1");
+    REQUIRE(prefixed_get->has_value());
+    CHECK(first_text(**prefixed_get, "messages") == "This is a simple prompt without arguments.");
+}
