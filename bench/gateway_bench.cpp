@@ -71,6 +71,8 @@ struct settings {
     int warmup = 50;         // untimed calls first: connect, list, JIT
     std::optional<fs::path> airlock;
     fs::path dir = fs::temp_directory_path();
+    std::string only;      // measure only the targets whose name contains this (and the commit)
+    bool verbose = false;  // airlock's own client logs at debug
 };
 
 struct phase {
@@ -97,7 +99,8 @@ double micros(clock_type::duration d) { return std::chrono::duration<double, std
 template <class T>
 T run(asio::io_context& ioc, asio::awaitable<T> task) {
     auto fut = asio::co_spawn(ioc, std::move(task), asio::use_future);
-    while (fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready) ioc.run_one();
+    while (fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+        if (ioc.run_one() == 0) throw std::runtime_error("the client stopped with its work unfinished");
     return fut.get();
 }
 
@@ -349,7 +352,10 @@ std::vector<phase> drive(std::string const& target, std::string const& server_na
         };
         auto start = clock_type::now();
         for (int w = 0; w < s.concurrency; ++w) asio::co_spawn(ioc, worker(static_cast<std::size_t>(w)), done);
-        while (running > 0) ioc.run_one();
+        while (running > 0)
+            if (ioc.run_one() == 0)
+                throw std::runtime_error(target + ": " + std::to_string(running) +
+                                         " concurrent callers wait for something that can no longer happen");
         p.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
         if (worker_failed) std::rethrow_exception(worker_failed);
         std::vector<double> all;
@@ -435,34 +441,36 @@ int bench(settings const& s) {
     }
     scratch_dir scratch(s.dir);
     std::vector<phase> rows;
-    auto add = [&](std::vector<phase> r) { rows.insert(rows.end(), r.begin(), r.end()); };
+    auto wanted = [&](std::string const& target) { return s.only.empty() || target.find(s.only) != std::string::npos; };
+    auto direct = [&](std::string const& target, std::string const& server_name, client_factory const& make) {
+        if (!wanted(target)) return;
+        std::cerr << target << "...\n";
+        auto r = drive(target, server_name, make, s);
+        rows.insert(rows.end(), r.begin(), r.end());
+    };
     auto through = [&](std::string const& target, store::durability mode, upstream_via via, std::uint16_t up_port) {
+        if (!wanted(target)) return;
+        std::cerr << target << "...\n";
         airlock_gateway gw(binary, scratch.path / target, mode, via, up_port);
-        add(drive(target, "airlock", http_client("airlock", gw.url(), bench_token), s));
+        auto r = drive(target, "airlock", http_client("airlock", gw.url(), bench_token), s);
+        rows.insert(rows.end(), r.begin(), r.end());
     };
 
-    std::cerr << "direct stdio...\n";
-    add(drive("direct stdio", "everything", stdio_client(), s));
-    std::cerr << "airlock (durable) -> stdio...\n";
+    direct("direct stdio", "everything", stdio_client());
     through("airlock durable stdio", store::durability::durable, upstream_via::stdio, 0);
-    std::cerr << "airlock (fast) -> stdio...\n";
     through("airlock fast stdio", store::durability::fast, upstream_via::stdio, 0);
-    {
+    if (wanted("direct http") || wanted("airlock durable http") || wanted("airlock fast http")) {
         node_peer upstream("server-everything (streamableHttp)", {peers::everything(), "streamableHttp"}, {"PORT=0"});
-        std::cerr << "direct http...\n";
-        add(drive("direct http", "everything", http_client("everything", upstream.url(), std::nullopt), s));
-        std::cerr << "airlock (durable) -> http...\n";
+        direct("direct http", "everything", http_client("everything", upstream.url(), std::nullopt));
         through("airlock durable http", store::durability::durable, upstream_via::http, upstream.port);
-        std::cerr << "airlock (fast) -> http...\n";
         through("airlock fast http", store::durability::fast, upstream_via::http, upstream.port);
     }
-    {
+    if (wanted("mcp-proxy stdio")) {
         node_peer proxy("mcp-proxy",
                         {peers::mcp_proxy(), "--host", "127.0.0.1", "--port", "0", "--server", "stream", "--",
                          peers::node(), peers::everything(), "stdio"},
                         {});
-        std::cerr << "mcp-proxy -> stdio...\n";
-        add(drive("mcp-proxy stdio", "proxy", http_client("proxy", proxy.url(), std::nullopt), s));
+        direct("mcp-proxy stdio", "proxy", http_client("proxy", proxy.url(), std::nullopt));
     }
     std::cerr << "durable journal commits...\n";
     auto commit = measure_commit(scratch.path / "commit-journal", s.commits);
@@ -542,9 +550,11 @@ int main(int argc, char** argv) {
         else if (a == "--commits") { if (!number(s.commits)) return usage(); }
         else if (a == "--airlock" && i + 1 < argc) s.airlock = fs::path(argv[++i]);
         else if (a == "--dir" && i + 1 < argc) s.dir = argv[++i];
+        else if (a == "--only" && i + 1 < argc) s.only = argv[++i];
+        else if (a == "--verbose") s.verbose = true;
         else return usage();
     }
-    spdlog::set_level(spdlog::level::warn);
+    spdlog::set_level(s.verbose ? spdlog::level::debug : spdlog::level::warn);
     // Every process started here is stopped by a destructor; exceptions are caught so they run.
     try {
         return bench(s);

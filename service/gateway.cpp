@@ -5,6 +5,8 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -264,7 +266,7 @@ std::string gateway::nonce() {
 void gateway::upstream_list_changed(std::string const& server) {
     {
         std::lock_guard lock(mutex_);
-        catalogues_[server].fresh = false;
+        catalogues_[server].retry_after = {};  // re-read on next use
     }
     spdlog::info("upstream {}: tool list changed", server);
     mcp::notification n{"notifications/tools/list_changed", std::nullopt};
@@ -300,7 +302,8 @@ asio::awaitable<std::vector<gateway::catalogue_entry>> gateway::async_catalogue(
     {
         std::lock_guard lock(mutex_);
         auto& c = catalogues_[up.name];
-        if (c.fresh || now < c.retry_after) co_return c.entries;
+        // Fresh until its TTL (retry_after) passes; a failed read waits out its backoff the same way.
+        if (now < c.retry_after) co_return c.entries;
     }
     auto listed = co_await up.client->async_list_tools();
     if (!listed) {
@@ -310,7 +313,6 @@ asio::awaitable<std::vector<gateway::catalogue_entry>> gateway::async_catalogue(
         std::lock_guard lock(mutex_);
         auto& c = catalogues_[up.name];
         c.entries.clear();
-        c.fresh = false;
         c.retry_after = now + retry_backoff;
         co_return c.entries;
     }
@@ -332,6 +334,25 @@ asio::awaitable<std::vector<gateway::catalogue_entry>> gateway::async_catalogue(
                 spdlog::warn("upstream {}: the definition of {} changed since it was pinned; withheld until accepted",
                              up.name, t.upstream_name);
                 e.withheld = true;
+                bool first_report = false;
+                {
+                    std::lock_guard lock(mutex_);
+                    first_report = reported_pin_changes_.insert(pin_key + " " + digest).second;
+                }
+                if (first_report) {
+                    // Journaled once per new definition: an operator can see when a tool changed
+                    // under them, and what it changed to, before accepting it.
+                    auto run = co_await async_gateway_run();
+                    if (run) {
+                        json::object note{{"event", "tool_definition_changed"},
+                                          {"server", up.name},
+                                          {"tool", t.upstream_name},
+                                          {"pending_digest", digest},
+                                          {"definition", json::value_from(t.spec)}};
+                        core::new_record rec{core::record_kind::note, std::move(note)};
+                        co_await async_journal(*run, std::move(rec));
+                    }
+                }
             } else if (*verdict == core::pin_verdict::first_seen) {
                 spdlog::info("upstream {}: pinned {} ({})", up.name, t.upstream_name, digest.substr(0, 12));
             }
@@ -341,11 +362,9 @@ asio::awaitable<std::vector<gateway::catalogue_entry>> gateway::async_catalogue(
     std::lock_guard lock(mutex_);
     auto& c = catalogues_[up.name];
     c.entries = std::move(entries);
-    c.fresh = true;
     // Re-read after the TTL even without list_changed: not every server sends it.
     c.retry_after = now + catalogue_ttl;
     auto copy = c.entries;
-    // A fresh catalogue is marked stale again after the TTL by the next reader.
     co_return copy;
 }
 
@@ -406,34 +425,63 @@ std::optional<std::string> gateway::run_of(std::string const& session_id, std::s
     std::lock_guard lock(mutex_);
     auto key = session_id.empty() ? "principal:" + principal : "session:" + session_id;
     auto it = runs_.find(key);
-    if (it == runs_.end()) return std::nullopt;
-    return it->second;
+    if (it == runs_.end() || !it->second.admitted) return std::nullopt;
+    return it->second.run;
+}
+
+asio::awaitable<core::result<std::string>> gateway::async_admitted_run(std::string key, json::object admitted_body) {
+    // The first caller admits the run; callers that arrive meanwhile wait until run_admitted is
+    // durable, since the store refuses any other record before it. Admission is rare (once per
+    // session), so waiting by polling a short timer is simpler than an async condition variable.
+    std::string run;
+    bool mine = false;
+    for (int spins = 0;; ++spins) {
+        {
+            std::lock_guard lock(mutex_);
+            auto it = runs_.find(key);
+            if (it == runs_.end()) {
+                run = ids_.next().str();
+                runs_[key] = run_slot{run, false};
+                mine = true;
+            } else if (it->second.admitted) {
+                co_return it->second.run;
+            }
+        }
+        if (mine) break;
+        if (spins > 5000) co_return core::make_error("journal_timeout", "the run of " + key + " was not admitted in time");
+        asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(2));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    admitted_body["admitted_at"] = rfc3339(options_.clock());
+    std::vector<core::new_record> admit{{core::record_kind::run_admitted, std::move(admitted_body)}};
+    auto r = co_await options_.journal->async_append(run, std::move(admit));
+    std::lock_guard lock(mutex_);
+    if (!r) {
+        runs_.erase(key);
+        co_return r.error();
+    }
+    runs_[key].admitted = true;
+    co_return run;
 }
 
 asio::awaitable<core::result<std::string>> gateway::async_run_for(mcp::request_context const& ctx,
                                                                   gateway_principal const& p) {
     auto key = ctx.session_id.empty() ? "principal:" + p.name : "session:" + ctx.session_id;
-    std::string run;
-    {
-        std::lock_guard lock(mutex_);
-        if (auto it = runs_.find(key); it != runs_.end()) co_return it->second;
-        run = ids_.next().str();
-        runs_[key] = run;  // claimed before the await so concurrent calls share one run
-    }
     json::object body;
     body["agent"] = {{"name", p.grants.name}, {"version", p.grants.version}, {"digest", p.grants.digest}};
     body["input"] = {{"principal", p.name}, {"session", ctx.session_id}, {"era", mcp::to_string(ctx.client_era)},
                      {"protocol_version", ctx.protocol_version}};
     body["input_label"] = {{"trust", p.trusted ? "trusted" : "untrusted"}, {"sources", json::array{"principal:" + p.name}}};
-    body["admitted_at"] = rfc3339(options_.clock());
-    std::vector<core::new_record> admit{{core::record_kind::run_admitted, std::move(body)}};
-    auto r = co_await options_.journal->async_append(run, std::move(admit));
-    if (!r) {
-        std::lock_guard lock(mutex_);
-        runs_.erase(key);
-        co_return r.error();
-    }
-    co_return run;
+    co_return co_await async_admitted_run(std::move(key), std::move(body));
+}
+
+asio::awaitable<core::result<std::string>> gateway::async_gateway_run() {
+    json::object body;
+    body["agent"] = {{"name", "airlock-gateway"}, {"version", options_.server_info.version}, {"digest", ""}};
+    body["input"] = {{"purpose", "events of the gateway itself"}};
+    body["input_label"] = {{"trust", "trusted"}, {"sources", json::array{"airlock"}}};
+    std::string key = "gateway";
+    co_return co_await async_admitted_run(std::move(key), std::move(body));
 }
 
 asio::awaitable<void> gateway::async_journal(std::string run, core::new_record rec) {
@@ -1050,7 +1098,7 @@ void gateway::session_closed(std::string const& session_id) {
         std::lock_guard lock(mutex_);
         auto key = "session:" + session_id;
         if (auto it = runs_.find(key); it != runs_.end()) {
-            run = it->second;
+            if (it->second.admitted) run = it->second.run;
             runs_.erase(it);
         }
         // Its subscriptions end with it; an upstream nobody else listens to may stop reporting.

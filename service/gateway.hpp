@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,7 +102,6 @@ private:
     };
     struct catalogue {
         std::vector<catalogue_entry> entries;
-        bool fresh = false;
         std::chrono::steady_clock::time_point retry_after{};
     };
 
@@ -153,13 +153,22 @@ private:
     boost::asio::awaitable<core::result<std::string>> async_run_for(mcp::request_context const& ctx,
                                                                     gateway_principal const& p);
     boost::asio::awaitable<void> async_journal(std::string run, core::new_record rec);
+    // Admits (once) and returns the run that `key` writes to; concurrent callers share it.
+    boost::asio::awaitable<core::result<std::string>> async_admitted_run(std::string key, boost::json::object admitted_body);
+    // The gateway's own run, for events no caller owns (an upstream tool's definition changing).
+    boost::asio::awaitable<core::result<std::string>> async_gateway_run();
     void upstream_list_changed(std::string const& server);
     std::string nonce();
 
     gateway_options options_;
     mutable std::mutex mutex_;
     std::map<std::string, catalogue> catalogues_;  // by upstream name
-    std::map<std::string, std::string> runs_;      // session key → run id
+    struct run_slot {
+        std::string run;
+        bool admitted = false;  // run_admitted is durable; until then other callers wait
+    };
+    std::map<std::string, run_slot> runs_;          // session key → its run
+    std::set<std::string> reported_pin_changes_;    // "server/tool digest" already journaled
     std::map<std::string, std::uint32_t> steps_;   // run id → effects started
     std::map<std::uint64_t, std::pair<std::string, notification_sink>> listeners_;
     std::uint64_t next_listener_ = 0;

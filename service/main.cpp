@@ -3,6 +3,7 @@
 #include "service/check_command.hpp"
 #include "service/journal_command.hpp"
 #include "service/keygen_command.hpp"
+#include "service/pins_command.hpp"
 #include "service/verify_provenance_command.hpp"
 #include "service/serve.hpp"
 #include "service/upstream_command.hpp"
@@ -31,6 +32,7 @@ constexpr subcommand subcommands[] = {
     {"run", "run one agent from a manifest and print its output", false},
     {"replay", "re-run a journaled run from the journal alone (no model or tool calls)", false},
     {"journal", "verify, show, export and import journaled runs", true},
+    {"pins", "list pinned upstream tool definitions, accept a changed one", true},
     {"tools", "list the tools of one upstream MCP server (stdio:CMD or an http(s) URL)", true},
     {"call", "call one tool of an upstream MCP server and print the result", true},
     {"verify-provenance", "verify a signed provenance block against a public key", true},
@@ -77,6 +79,7 @@ int main(int argc, char** argv) {
     if (cmd == "check") return airlock::service::run_check(rest);
     if (cmd == "journal") return airlock::service::run_journal(rest);
     if (cmd == "tools") return airlock::service::run_tools(rest);
+    if (cmd == "pins") return airlock::service::run_pins(rest);
     if (cmd == "keygen") return airlock::service::run_keygen(rest);
     if (cmd == "verify-provenance") return airlock::service::run_verify_provenance(rest);
     if (cmd == "call") return airlock::service::run_call(rest);

@@ -95,6 +95,35 @@ void decorate_modern_result(std::string_view method, json::object& r) {
     if (!r.contains("cacheScope")) r["cacheScope"] = "private";
 }
 
+bool removed_in_modern(std::string_view method) noexcept {
+    return method == mcp::method::initialize || method == mcp::method::ping || method == "logging/setLevel" ||
+           method == "resources/subscribe" || method == "resources/unsubscribe";
+}
+
+bool is_modern_initialize(mcp::request const& r) {
+    if (r.method != mcp::method::initialize || !r.params || r.params->contains("protocolVersion")) return false;
+    auto const* m = r.params->if_contains("_meta");
+    if (!m || !m->is_object()) return false;
+    auto const* v = m->get_object().if_contains(mcp::meta_key::protocol_version);
+    return v && v->is_string() && mcp::era_of(v->get_string()) == mcp::era::modern;
+}
+
+mcp::error_object missing_client_capability(std::string_view capability) {
+    json::object required;
+    required[capability] = json::object{};
+    json::object data;
+    data["requiredCapabilities"] = std::move(required);
+    return mcp::error_object{mcp::rpc_code::missing_required_client_capability,
+                             "Missing required client capability: the request needs '" + std::string(capability) +
+                                 "', which the client did not declare in _meta",
+                             json::value(std::move(data))};
+}
+
+void modernize_error(std::string_view method, mcp::error_object& e) {
+    constexpr std::int64_t legacy_resource_not_found = -32002;
+    if (method == "resources/read" && e.code == legacy_resource_not_found) e.code = mcp::rpc_code::invalid_params;
+}
+
 std::optional<mcp::progress_token> progress_token_of(std::optional<json::object> const& params) {
     if (!params) return std::nullopt;
     auto const* m = params->if_contains("_meta");
@@ -237,6 +266,9 @@ struct exchange {
     std::string key;               // the request id's text, within its session
     std::atomic<bool> gone{false};       // the client can no longer receive what this request emits
     std::atomic<bool> cancelled{false};  // the client cancelled it (notifications/cancelled or closed modern stream)
+    // Modern: a capability the request turned out to need that the client did not declare; the
+    // request then ends with -32021 whatever the backend makes of the refusal. Guarded by impl::mutex.
+    std::optional<std::string> missing_capability;
 };
 
 struct pending_ask {
@@ -546,8 +578,18 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         };
         auto ex = w.lock();
         if (!ex) co_return refuse("the request has ended");
-        if (ex->ctx.client_era == mcp::era::modern)
+        if (ex->ctx.client_era == mcp::era::modern) {
+            // A 2026-07-28 server must not rely on a capability the client did not declare, and
+            // says so with -32021; a declared one is reached only through input requests (MRTR).
+            if (auto cap = mcp_rules::client_capability_for(method); cap && !ex->ctx.client_capabilities.contains(*cap)) {
+                {
+                    std::lock_guard lock(self->mutex);
+                    ex->missing_capability = std::string(*cap);
+                }
+                co_return mcp::handler_result(mcp_rules::missing_client_capability(*cap));
+            }
             co_return refuse("2026-07-28 clients are asked through input requests (MRTR), which airlock does not relay");
+        }
         auto s = ex->owner.lock();
         if (!s) co_return refuse("the session has ended");
         if (auto cap = mcp_rules::client_capability_for(method); cap && !ex->ctx.client_capabilities.contains(*cap))
@@ -613,6 +655,20 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         } catch (std::exception const& x) {
             spdlog::error("mcp: {} failed with an internal error: {}", ex->method, x.what());
             result = mcp::error_object{mcp::rpc_code::internal_error, "Internal error", std::nullopt};
+        }
+        if (e == mcp::era::modern) {
+            std::optional<std::string> missing;
+            {
+                std::lock_guard lock(self->mutex);
+                missing = ex->missing_capability;
+            }
+            if (missing) {
+                result = mcp_rules::missing_client_capability(*missing);
+            } else if (!result) {
+                auto err = result.error();
+                mcp_rules::modernize_error(ex->method, err);
+                result = std::move(err);
+            }
         }
         outgoing o;
         o.final = true;
@@ -904,7 +960,11 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             co_return rpc_json(400, mcp::serialize(reply), v);
         }
         auto h = headers_of(req);
-        if (mcp::classify_post(h, *parsed) == mcp::era::modern) co_return co_await modern_post(v, h, std::move(*parsed), principal);
+        auto e = mcp::classify_post(h, *parsed);
+        // classify_post files every initialize as legacy: it is the legacy handshake. A 2026-07-28
+        // client sending one is calling a method its era removed, and is answered as that era answers.
+        if (auto const* r = std::get_if<mcp::request>(&*parsed); r && mcp_rules::is_modern_initialize(*r)) e = mcp::era::modern;
+        if (e == mcp::era::modern) co_return co_await modern_post(v, h, std::move(*parsed), principal);
         co_return co_await legacy_post(v, h, std::move(*parsed), principal);
     }
 
@@ -1010,6 +1070,9 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         auto meta = mcp::parse_request_meta(r.params);  // validated above
         if (!meta) co_return rpc_error(400, r.id, mcp::rpc_code::invalid_params, "Invalid params: " + meta.error().message, v);
 
+        if (mcp_rules::removed_in_modern(r.method))
+            co_return rpc_error(404, r.id, mcp::rpc_code::method_not_found,
+                                "Method not found: " + r.method + " is not part of protocol version " + meta->protocol_version, v);
         if (r.method == mcp::method::server_discover)
             co_return rpc_json(200, mcp::serialize(mcp::response{r.id, mcp_rules::discover_result(*backend, principal)}), v);
         if (r.method == "subscriptions/listen") co_return co_await listen(v, r, principal);

@@ -111,6 +111,21 @@ boost::json::object discover_result(mcp::server_backend const& backend, std::str
 // ttlMs 0 and cacheScope "private" unless set.
 void decorate_modern_result(std::string_view method, boost::json::object& result);
 
+// Methods 2026-07-28 removed (the initialize handshake, ping, logging/setLevel, resource
+// subscriptions): a modern request for one is answered as one for an unknown method (-32601; on
+// HTTP, 404), which is how the spec says a server that does not implement a method answers.
+bool removed_in_modern(std::string_view method) noexcept;
+// An initialize sent by a 2026-07-28 client: no params.protocolVersion (which every legacy
+// initialize carries) and a 2026-07-28 version in params._meta. Both endpoints otherwise treat
+// initialize as the start of a legacy session.
+bool is_modern_initialize(mcp::request const& r);
+// MissingRequiredClientCapabilityError (-32021) naming `capability` in data.requiredCapabilities
+// (a ClientCapabilities object: {"sampling": {}}).
+mcp::error_object missing_client_capability(std::string_view capability);
+// A legacy upstream's error as a 2026-07-28 caller expects it: resources/read's "not found" is
+// -32602 since SEP-2164 (it was -32002), message and data kept.
+void modernize_error(std::string_view method, mcp::error_object& e);
+
 // params._meta.progressToken, if it is a valid token.
 std::optional<mcp::progress_token> progress_token_of(std::optional<boost::json::object> const& params);
 // The client capability a server→client request needs ("sampling" for sampling/createMessage, ...).

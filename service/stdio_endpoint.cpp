@@ -49,6 +49,9 @@ struct stdio_request {
     std::string method;
     bool cancelled = false;
     std::vector<std::int64_t> asks;  // questions it has put to the client and is waiting on
+    // Modern: a capability the request turned out to need that the client did not declare; the
+    // request then ends with -32021 whatever the backend makes of the refusal.
+    std::optional<std::string> missing_capability;
 };
 
 // Everything below is touched only on `exec` (a strand), except `outbox`, which backend
@@ -138,8 +141,15 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         auto self = w.lock();
         auto rq = wr.lock();
         if (!self || !rq || rq->cancelled || self->closing) co_return refuse("the request has ended");
-        if (rq->ctx.client_era == mcp::era::modern)
+        if (rq->ctx.client_era == mcp::era::modern) {
+            // A 2026-07-28 server must not rely on a capability the client did not declare, and
+            // says so with -32021; a declared one is reached only through input requests (MRTR).
+            if (auto cap = mcp_rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap)) {
+                rq->missing_capability = std::string(*cap);
+                co_return mcp::handler_result(mcp_rules::missing_client_capability(*cap));
+            }
             co_return refuse("2026-07-28 clients are asked through input requests (MRTR), which airlock does not relay");
+        }
         if (auto cap = mcp_rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap))
             co_return mcp::handler_result(mcp::error_object{
                 mcp::rpc_code::method_not_found, "the client did not declare the '" + std::string(*cap) + "' capability",
@@ -166,6 +176,15 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
             result = co_await self->backend->async_handle(std::move(r), rq->ctx);
         } catch (std::exception const& x) {
             spdlog::error("stdio: {} failed with an internal error: {}", rq->method, x.what());
+        }
+        if (rq->ctx.client_era == mcp::era::modern) {
+            if (rq->missing_capability) {
+                result = mcp_rules::missing_client_capability(*rq->missing_capability);
+            } else if (!result) {
+                auto err = result.error();
+                mcp_rules::modernize_error(rq->method, err);
+                result = std::move(err);
+            }
         }
         if (auto it = self->in_flight.find(key); it != self->in_flight.end() && it->second == rq) self->in_flight.erase(it);
         // A cancelled request gets no response (the cancellation rules of both eras).
@@ -247,7 +266,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     }
 
     void on_request(mcp::request r) {
-        if (r.method == mcp::method::initialize) return initialize(r);
+        if (r.method == mcp::method::initialize && !mcp_rules::is_modern_initialize(r)) return initialize(r);
         bool modern = false;
         if (r.params)
             if (auto const* m = r.params->if_contains("_meta"); m && m->is_object() && m->get_object().contains(mcp::meta_key::protocol_version))
@@ -258,6 +277,10 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                 return post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + meta.error().message));
             if (mcp::era_of(meta->protocol_version) != mcp::era::modern)
                 return post_line(mcp::unsupported_version_error(r.id, meta->protocol_version));
+            if (mcp_rules::removed_in_modern(r.method))
+                return post_line(mcp::make_error_response(r.id, mcp::rpc_code::method_not_found,
+                                                          "Method not found: " + r.method + " is not part of protocol version " +
+                                                              meta->protocol_version));
             if (r.method == mcp::method::server_discover)
                 return post_line(mcp::response{r.id, mcp_rules::discover_result(*backend, options.principal)});
             if (r.method == "subscriptions/listen") return listen(r);

@@ -5,6 +5,7 @@
 #include "mcp/stdio_transport.hpp"
 #include "store/memory_store.hpp"
 #include "tests/support/peers.hpp"
+#include "tests/support/run_awaitable.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -102,18 +103,14 @@ struct harness {
         fut.get();
     }
 
-    std::vector<core::record> records() {
-        auto runs = journal->async_runs({});
-        asio::io_context local;
-        auto page = asio::co_spawn(local, std::move(runs), asio::use_future);
-        local.run();
-        auto p = page.get();
-        REQUIRE(p.has_value());
-        REQUIRE(p->runs.size() == 1);
-        asio::io_context local2;
-        auto recs = asio::co_spawn(local2, journal->async_read(p->runs.front().run_id, 1), asio::use_future);
-        local2.run();
-        auto r = recs.get();
+    // The records of the run admitted for agent `agent` (the principal's manifest name by default).
+    std::vector<core::record> records(std::string const& agent = "desk") {
+        core::run_filter f;
+        f.agent = agent;
+        auto page = testing::run_awaitable(journal->async_runs(f));
+        REQUIRE(page.has_value());
+        REQUIRE(page->runs.size() == 1);
+        auto r = testing::run_awaitable(journal->async_read(page->runs.front().run_id, 1));
         REQUIRE(r.has_value());
         return *r;
     }
@@ -257,6 +254,13 @@ TEST_CASE("a tool whose definition changed since it was pinned is withheld from 
     for (auto const& t : (*listed)->at("tools").as_array()) CHECK(t.at("name") != "everything__echo");
     REQUIRE(called->has_value());
     CHECK(text_of(**called) == "not permitted");
+    // The change itself is journaled once, in the gateway's own run, with the new definition.
+    auto events = h.records("airlock-gateway");
+    REQUIRE(events.size() == 2);
+    CHECK(events[1].kind == core::record_kind::note);
+    CHECK(events[1].body.at("event") == "tool_definition_changed");
+    CHECK(events[1].body.at("tool") == "echo");
+    CHECK(events[1].body.at("definition").at("name") == "echo");
 }
 
 TEST_CASE("upstream progress reaches the downstream request under its own token") {
