@@ -263,6 +263,13 @@ std::string gateway::nonce() {
     return core::to_hex(b, sizeof b);
 }
 
+bool gateway::upstream_available(std::string const& server) const {
+    std::lock_guard lock(mutex_);
+    auto it = catalogues_.find(server);
+    // Unknown yet counts as available: the call path reads the catalogue before deciding.
+    return it == catalogues_.end() || !it->second.failed;
+}
+
 void gateway::upstream_list_changed(std::string const& server) {
     {
         std::lock_guard lock(mutex_);
@@ -313,6 +320,7 @@ asio::awaitable<std::vector<gateway::catalogue_entry>> gateway::async_catalogue(
         std::lock_guard lock(mutex_);
         auto& c = catalogues_[up.name];
         c.entries.clear();
+        c.failed = true;
         c.retry_after = now + retry_backoff;
         co_return c.entries;
     }
@@ -362,6 +370,7 @@ asio::awaitable<std::vector<gateway::catalogue_entry>> gateway::async_catalogue(
     std::lock_guard lock(mutex_);
     auto& c = catalogues_[up.name];
     c.entries = std::move(entries);
+    c.failed = false;
     // Re-read after the TTL even without list_changed: not every server sends it.
     c.retry_after = now + catalogue_ttl;
     auto copy = c.entries;
@@ -519,6 +528,14 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
 
     auto entry = co_await async_resolve(*p, name);
     if (!entry) {
+        // A granted tool of an upstream that is down is not a policy matter: say it is unreachable
+        // (the caller was allowed to know the tool exists) and leave the journal to real refusals.
+        if (auto id = core::tool_id::from_wire_name(name); id && p->grants.grant_for(*id)) {
+            if (auto const* down = upstream(id->server()); down && !upstream_available(down->name)) {
+                spdlog::info("call to {} by {}: upstream {} is unavailable", id->uri(), p->name, down->name);
+                co_return refusal_result("unreachable: upstream '" + down->name + "' is unavailable; retrying");
+            }
+        }
         auto detail = "no granted tool is exposed as '" + name + "'";
         co_return co_await deny(name, core::deny_reason::not_granted, detail);
     }

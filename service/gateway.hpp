@@ -103,6 +103,7 @@ private:
     struct catalogue {
         std::vector<catalogue_entry> entries;
         std::chrono::steady_clock::time_point retry_after{};
+        bool failed = false;  // the last read failed: the upstream is down
     };
 
     // A downstream request being served by an upstream: where that upstream's questions and log
@@ -158,6 +159,7 @@ private:
     // The gateway's own run, for events no caller owns (an upstream tool's definition changing).
     boost::asio::awaitable<core::result<std::string>> async_gateway_run();
     void upstream_list_changed(std::string const& server);
+    bool upstream_available(std::string const& server) const;
     std::string nonce();
 
     gateway_options options_;

@@ -301,3 +301,73 @@ TEST_CASE("an unknown principal sees no tools and is refused every call") {
     REQUIRE(called->has_value());
     CHECK(text_of(**called) == "not permitted");
 }
+
+TEST_CASE("one upstream down does not break the others: its tools drop out and calls to it are unreachable") {
+    asio::io_context ioc;
+    auto journal = std::make_shared<store::memory_store>();
+    auto make_client = [&](std::string name, std::vector<std::string> argv) {
+        mcp::stdio_options so;
+        so.server_name = name;
+        so.argv = std::move(argv);
+        so.stdin_close_grace = std::chrono::milliseconds(300);
+        so.sigterm_grace = std::chrono::milliseconds(300);
+        mcp::client_options co;
+        co.server_name = name;
+        co.connect_deadline = std::chrono::seconds(5);
+        return std::make_shared<mcp::mcp_client>(std::make_unique<mcp::stdio_transport>(ioc.get_executor(), so), co);
+    };
+    auto up = make_client("everything", {peers::node(), peers::everything(), "stdio"});
+    auto down = make_client("ledger", {"/nonexistent/ledger-server"});
+    service::gateway_options o;
+    o.executor = ioc.get_executor();
+    o.upstreams.push_back({"everything", up, true});
+    o.upstreams.push_back({"ledger", down, true});
+    REQUIRE(o.egress.add(core::process_destination{peers::node()}).has_value());
+    REQUIRE(o.egress.add(core::process_destination{"/nonexistent/ledger-server"}).has_value());
+    auto m = core::parse_manifest(R"(
+apiVersion: airlock/v1
+kind: Agent
+metadata: { name: desk, version: "1" }
+spec:
+  tools:
+    - ref: tool://everything/get.sum
+      mutates: false
+    - ref: tool://ledger/read
+      mutates: false
+  budgets: {}
+)");
+    REQUIRE(m.has_value());
+    o.principals.push_back({"alice", *m, false});
+    o.journal = journal;
+    o.pins = journal;
+    auto gw = service::gateway::make(std::move(o));
+    REQUIRE(gw.has_value());
+
+    std::optional<mcp::handler_result> listed, to_down, to_up;
+    auto task = [&]() -> asio::awaitable<void> {
+        mcp::request_context ctx;
+        ctx.principal = "alice";
+        ctx.session_id = "s1";
+        mcp::request list_req{std::string("1"), "tools/list", std::nullopt};
+        listed = co_await (*gw)->async_handle(list_req, ctx);
+        auto down_req = call("ledger__read", json::object{});
+        to_down = co_await (*gw)->async_handle(down_req, ctx);
+        auto up_req = call("everything__get-sum", {{"a", 1}, {"b", 2}});
+        to_up = co_await (*gw)->async_handle(up_req, ctx);
+        co_await up->async_close();
+        co_await down->async_close();
+    };
+    auto fut = asio::co_spawn(ioc, task(), asio::use_future);
+    ioc.run();
+    fut.get();
+
+    REQUIRE(listed->has_value());
+    auto const& tools = (*listed)->at("tools").as_array();
+    REQUIRE(tools.size() == 1);
+    CHECK(tools[0].at("name") == "everything__get-sum");
+    REQUIRE(to_down->has_value());
+    CHECK((*to_down)->at("isError") == true);
+    CHECK_THAT(text_of(**to_down), Catch::StartsWith("unreachable"));
+    REQUIRE(to_up->has_value());
+    CHECK_THAT(text_of(**to_up), Catch::Contains("is 3"));
+}
