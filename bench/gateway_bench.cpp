@@ -5,14 +5,16 @@
 // and one JSON line; it never passes or fails on time.
 //
 //   build/bench/bench_gateway_bench [--calls N] [--concurrency C] [--per-task M] [--commits K]
-//                                   [--airlock PATH] [--dir DIR]
+//                                   [--airlock PATH] [--dir DIR] [--only TEXT] [--verbose]
 //
-// Every client here is airlock's own mcp_client. Through airlock the upstream is configured with
+// Defaults: 2,000 sequential calls, 64 callers × 100 calls, 200 timed commits. Every client here is
+// airlock's own mcp_client, on one thread. Through airlock the upstream is configured with
 // `prefix: none`, so the downstream sees `get-sum` (a `server__tool` wire name cannot be a ToolId
-// component, which may not contain "__"). The airlock binary is the real one, found next to this
-// executable (../service/airlock) unless --airlock names another. DIR (default: the system temp
-// directory) holds the generated configurations and journals and the commit measurement, so all
-// fsyncs hit the same disk.
+// component, which may not contain "__"); airlock signs each call's provenance, as a deployment
+// would. The airlock binary is the real one, found next to this executable (../service/airlock)
+// unless --airlock names another. DIR (default: the system temp directory) holds the generated
+// configurations and journals and the commit measurement, so all fsyncs hit the same disk.
+// --only measures just the rows whose name contains TEXT (and the commit), for a quick look.
 
 #include "mcp/client.hpp"
 #include "mcp/http_transport.hpp"
@@ -32,6 +34,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -67,7 +70,7 @@ struct settings {
     int calls = 2000;        // sequential calls per target
     int concurrency = 64;    // concurrent callers
     int per_task = 100;      // calls per concurrent caller
-    int commits = 200;       // durable single-record appends timed
+    int commits = 200;       // durable single-record appends timed: half before the calls, half after
     int warmup = 50;         // untimed calls first: connect, list, JIT
     std::optional<fs::path> airlock;
     fs::path dir = fs::temp_directory_path();
@@ -85,6 +88,12 @@ struct phase {
     double rate() const { return seconds > 0 ? static_cast<double>(calls) / seconds : 0; }
 };
 
+struct commit_sample {
+    std::vector<double> latencies_us;
+    std::size_t failures = 0;
+    double seconds = 0;
+};
+
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -96,12 +105,33 @@ double micros(clock_type::duration d) { return std::chrono::duration<double, std
 // Runs `ioc` until one coroutine has finished (rethrowing what it threw). Not ioc.run(): a client's
 // transport keeps reading its upstream in the background until closed, so the context never runs
 // out of work between phases.
+// A context that ran out of work between phases (an HTTP client with only idle pooled connections
+// has none) has stopped itself, so it is restarted first.
 template <class T>
 T run(asio::io_context& ioc, asio::awaitable<T> task) {
+    ioc.restart();
     auto fut = asio::co_spawn(ioc, std::move(task), asio::use_future);
     while (fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
         if (ioc.run_one() == 0) throw std::runtime_error("the client stopped with its work unfinished");
     return fut.get();
+}
+
+// Children running now, for the signal handler: interrupted (Ctrl-C, timeout), the bench passes
+// SIGTERM on, so airlock and mcp-proxy stop the upstreams they started instead of being orphaned.
+std::array<std::atomic<pid_t>, 8> running_children{};
+
+void forward_and_die(int sig) {
+    for (auto& pid : running_children)
+        if (pid_t p = pid.load(); p > 0) ::kill(p, SIGTERM);
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+
+void track(pid_t pid, bool running) {
+    for (auto& slot : running_children) {
+        pid_t expected = running ? 0 : pid;
+        if (slot.compare_exchange_strong(expected, running ? pid : 0)) return;
+    }
 }
 
 // A child (airlock, a Node peer) whose stderr is read continuously: a chatty child must never
@@ -113,6 +143,7 @@ public:
                  std::string const& ready_text)
         : what_(std::move(what)) {
         child_ = std::make_unique<testing::child_process>(std::move(argv), std::move(env));
+        track(child_->pid(), true);
         auto line = child_->wait_for_stderr_line(ready_text, 60s);
         if (!line) {
             auto err = child_->stderr_text();
@@ -143,6 +174,7 @@ public:
         int code = child_->wait(15s);
         if (code != 0 && code != 128 + SIGTERM)
             std::cerr << "note: " << what_ << " exited with " << code << "\n";
+        track(child_->pid(), false);
         child_.reset();
     }
 
@@ -350,6 +382,7 @@ std::vector<phase> drive(std::string const& target, std::string const& server_na
             --running;
             if (e && !worker_failed) worker_failed = e;
         };
+        ioc.restart();
         auto start = clock_type::now();
         for (int w = 0; w < s.concurrency; ++w) asio::co_spawn(ioc, worker(static_cast<std::size_t>(w)), done);
         while (running > 0)
@@ -379,13 +412,13 @@ std::vector<phase> drive(std::string const& target, std::string const& server_na
 }
 
 // One durable journal commit: sequential single-record appends to a fresh LMDB journal; each one
-// completes only after its fsync.
-phase measure_commit(fs::path const& dir, int commits) {
+// completes only after its fsync. Latencies are added to `lat`.
+commit_sample measure_commit(fs::path const& dir, int commits) {
     auto opened = store::lmdb_store::open({dir, std::size_t{64} << 20, store::durability::durable});
     if (!opened) throw std::runtime_error("cannot open a journal in " + dir.string() + ": " + opened.error().message);
     auto& journal = *opened;
     asio::io_context ioc;
-    auto task = [&]() -> asio::awaitable<phase> {
+    auto task = [&]() -> asio::awaitable<commit_sample> {
         boost::json::object admit;
         admit["agent"] = {{"name", "bench"}, {"version", "1"}, {"digest", std::string(64, '0')}};
         admit["input"] = "go";
@@ -394,9 +427,8 @@ phase measure_commit(fs::path const& dir, int commits) {
         std::string const run_id = "commit-bench";
         auto a = co_await journal->async_append(run_id, std::move(first));
         if (!a) throw std::runtime_error("journal append failed: " + a.error().message);
-        phase p;
-        p.target = "durable journal commit";
-        std::vector<double> lat;
+        commit_sample p;
+        auto& lat = p.latencies_us;
         auto start = clock_type::now();
         for (int i = 0; i < commits; ++i) {
             boost::json::object body;
@@ -413,12 +445,24 @@ phase measure_commit(fs::path const& dir, int commits) {
             if (!r) ++p.failures;
         }
         p.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-        p.calls = lat.size();
-        p.p50_us = percentile(lat, 0.50);
-        p.p99_us = percentile(lat, 0.99);
         co_return p;
     };
     return run(ioc, task());
+}
+
+// The disk's fsync time drifts with what else the machine does, so the commit is timed twice,
+// before and after the calls, and the two samples are pooled.
+phase pooled(commit_sample const& before, commit_sample const& after) {
+    phase p;
+    p.target = "durable journal commit";
+    std::vector<double> all = before.latencies_us;
+    all.insert(all.end(), after.latencies_us.begin(), after.latencies_us.end());
+    p.calls = all.size();
+    p.failures = before.failures + after.failures;
+    p.seconds = before.seconds + after.seconds;
+    p.p50_us = percentile(all, 0.50);
+    p.p99_us = percentile(all, 0.99);
+    return p;
 }
 
 phase const* find_row(std::vector<phase> const& rows, std::string const& target, int concurrency) {
@@ -456,6 +500,8 @@ int bench(settings const& s) {
         rows.insert(rows.end(), r.begin(), r.end());
     };
 
+    std::cerr << "durable journal commits (before)...\n";
+    auto const commit_before = measure_commit(scratch.path / "commit-journal-before", s.commits / 2);
     direct("direct stdio", "everything", stdio_client());
     through("airlock durable stdio", store::durability::durable, upstream_via::stdio, 0);
     through("airlock fast stdio", store::durability::fast, upstream_via::stdio, 0);
@@ -472,8 +518,11 @@ int bench(settings const& s) {
                         {});
         direct("mcp-proxy stdio", "proxy", http_client("proxy", proxy.url(), std::nullopt));
     }
-    std::cerr << "durable journal commits...\n";
-    auto commit = measure_commit(scratch.path / "commit-journal", s.commits);
+    std::cerr << "durable journal commits (after)...\n";
+    auto const commit_after = measure_commit(scratch.path / "commit-journal-after", s.commits - s.commits / 2);
+    auto const commit = pooled(commit_before, commit_after);
+    double const commit_before_p50 = percentile(commit_before.latencies_us, 0.50);
+    double const commit_after_p50 = percentile(commit_after.latencies_us, 0.50);
 
     std::printf("%-24s %-11s %5s %7s %10s %10s %10s %9s\n", "target", "protocol", "conc", "calls", "calls/s", "p50 us",
                 "p99 us", "failures");
@@ -489,45 +538,66 @@ int bench(settings const& s) {
                 commit.rate(), commit.p50_us, commit.p99_us, commit.failures);
 
     // Derived figures: what airlock adds to the median call, against the floor of one durable commit,
-    // and throughput against mcp-proxy on the same upstream.
-    auto p50 = [&](std::string const& t) { auto r = find_row(rows, t, 1); return r ? r->p50_us : 0.0; };
-    auto rate = [&](std::string const& t) { auto r = find_row(rows, t, s.concurrency); return r ? r->rate() : 0.0; };
-    double const added_durable_stdio = p50("airlock durable stdio") - p50("direct stdio");
-    double const added_fast_stdio = p50("airlock fast stdio") - p50("direct stdio");
-    double const added_durable_http = p50("airlock durable http") - p50("direct http");
-    double const added_fast_http = p50("airlock fast http") - p50("direct http");
-    double const proxy_rate = rate("mcp-proxy stdio");
-    double const ratio_durable = proxy_rate > 0 ? rate("airlock durable stdio") / proxy_rate : 0;
-    double const ratio_fast = proxy_rate > 0 ? rate("airlock fast stdio") / proxy_rate : 0;
-    double const proxy_added = p50("mcp-proxy stdio") - p50("direct stdio");
+    // and throughput against mcp-proxy on the same upstream. A figure whose rows were not measured
+    // (--only) is n/a, and null in the JSON.
+    using figure = std::optional<double>;
+    auto p50 = [&](std::string const& t) -> figure {
+        auto r = find_row(rows, t, 1);
+        return r ? figure(r->p50_us) : std::nullopt;
+    };
+    auto rate = [&](std::string const& t) -> figure {
+        auto r = find_row(rows, t, s.concurrency);
+        return r && r->rate() > 0 ? figure(r->rate()) : std::nullopt;
+    };
+    auto minus = [](figure a, figure b) -> figure { return a && b ? figure(*a - *b) : std::nullopt; };
+    auto over = [](figure a, figure b) -> figure { return a && b ? figure(*a / *b) : std::nullopt; };
+    figure const commit_p50 = commit.calls ? figure(commit.p50_us) : std::nullopt;
+    figure const added_durable_stdio = minus(p50("airlock durable stdio"), p50("direct stdio"));
+    figure const added_fast_stdio = minus(p50("airlock fast stdio"), p50("direct stdio"));
+    figure const added_durable_http = minus(p50("airlock durable http"), p50("direct http"));
+    figure const added_fast_http = minus(p50("airlock fast http"), p50("direct http"));
+    figure const proxy_added = minus(p50("mcp-proxy stdio"), p50("direct stdio"));
+    figure const durable_stdio_over_commit = minus(added_durable_stdio, commit_p50);
+    figure const durable_http_over_commit = minus(added_durable_http, commit_p50);
+    figure const ratio_durable = over(rate("airlock durable stdio"), rate("mcp-proxy stdio"));
+    figure const ratio_fast = over(rate("airlock fast stdio"), rate("mcp-proxy stdio"));
 
+    auto text = [](figure f, char const* format) {
+        if (!f) return std::string("n/a");
+        char buf[64];
+        std::snprintf(buf, sizeof buf, format, *f);
+        return std::string(buf);
+    };
     std::printf("\n");
-    std::printf("airlock-added p50, stdio upstream, durable : %9.1f us  (durable commit p50 %.1f us; difference %+.1f us)\n",
-                added_durable_stdio, commit.p50_us, added_durable_stdio - commit.p50_us);
-    std::printf("airlock-added p50, stdio upstream, fast    : %9.1f us\n", added_fast_stdio);
-    std::printf("airlock-added p50, http upstream, durable  : %9.1f us  (difference to commit p50 %+.1f us)\n",
-                added_durable_http, added_durable_http - commit.p50_us);
-    std::printf("airlock-added p50, http upstream, fast     : %9.1f us\n", added_fast_http);
-    std::printf("mcp-proxy-added p50, stdio upstream        : %9.1f us\n", proxy_added);
-    std::printf("durable journal commit p50 / p99           : %9.1f / %.1f us\n", commit.p50_us, commit.p99_us);
-    std::printf("calls/s at %d concurrent, airlock / mcp-proxy: durable %.1fx, fast %.1fx\n", s.concurrency,
-                ratio_durable, ratio_fast);
+    std::printf("airlock-added p50, stdio upstream, durable : %9s us  (minus one durable commit p50: %s us)\n",
+                text(added_durable_stdio, "%.1f").c_str(), text(durable_stdio_over_commit, "%+.1f").c_str());
+    std::printf("airlock-added p50, stdio upstream, fast    : %9s us\n", text(added_fast_stdio, "%.1f").c_str());
+    std::printf("airlock-added p50, http upstream, durable  : %9s us  (minus one durable commit p50: %s us)\n",
+                text(added_durable_http, "%.1f").c_str(), text(durable_http_over_commit, "%+.1f").c_str());
+    std::printf("airlock-added p50, http upstream, fast     : %9s us\n", text(added_fast_http, "%.1f").c_str());
+    std::printf("mcp-proxy-added p50, stdio upstream        : %9s us\n", text(proxy_added, "%.1f").c_str());
+    std::printf("durable journal commit p50 / p99           : %9.1f / %.1f us  (p50 before the calls %.1f, after %.1f)\n",
+                commit.p50_us, commit.p99_us, commit_before_p50, commit_after_p50);
+    std::printf("calls/s at %d concurrent, airlock / mcp-proxy (stdio upstream): durable %sx, fast %sx\n",
+                s.concurrency, text(ratio_durable, "%.2f").c_str(), text(ratio_fast, "%.2f").c_str());
     std::fflush(stdout);
 
-    boost::json::object derived{{"airlock_added_p50_us_durable_stdio", added_durable_stdio},
-                                {"airlock_added_p50_us_fast_stdio", added_fast_stdio},
-                                {"airlock_added_p50_us_durable_http", added_durable_http},
-                                {"airlock_added_p50_us_fast_http", added_fast_http},
-                                {"mcp_proxy_added_p50_us_stdio", proxy_added},
-                                {"durable_commit_p50_us", commit.p50_us},
-                                {"durable_commit_p99_us", commit.p99_us},
-                                {"airlock_durable_over_commit_p50_us", added_durable_stdio - commit.p50_us},
-                                {"calls_per_s_ratio_airlock_durable_over_mcp_proxy", ratio_durable},
-                                {"calls_per_s_ratio_airlock_fast_over_mcp_proxy", ratio_fast}};
+    auto json = [](figure f) { return f ? boost::json::value(*f) : boost::json::value(nullptr); };
+    boost::json::object derived{{"airlock_added_p50_us_durable_stdio", json(added_durable_stdio)},
+                                {"airlock_added_p50_us_fast_stdio", json(added_fast_stdio)},
+                                {"airlock_added_p50_us_durable_http", json(added_durable_http)},
+                                {"airlock_added_p50_us_fast_http", json(added_fast_http)},
+                                {"mcp_proxy_added_p50_us_stdio", json(proxy_added)},
+                                {"durable_commit_p50_us", json(commit_p50)},
+                                {"airlock_added_p50_us_durable_stdio_minus_commit", json(durable_stdio_over_commit)},
+                                {"airlock_added_p50_us_durable_http_minus_commit", json(durable_http_over_commit)},
+                                {"calls_per_s_ratio_airlock_durable_over_mcp_proxy", json(ratio_durable)},
+                                {"calls_per_s_ratio_airlock_fast_over_mcp_proxy", json(ratio_fast)}};
     boost::json::object out{{"bench", "gateway"},
                             {"rows", json_rows},
                             {"commit", {{"p50_us", commit.p50_us}, {"p99_us", commit.p99_us}, {"appends", commit.calls},
-                                        {"failures", commit.failures}}},
+                                        {"failures", commit.failures}, {"p50_us_before", commit_before_p50},
+                                        {"p50_us_after", commit_after_p50}}},
                             {"derived", derived}};
     std::cout << boost::json::serialize(out) << std::endl;
     return 0;
@@ -554,6 +624,8 @@ int main(int argc, char** argv) {
         else if (a == "--verbose") s.verbose = true;
         else return usage();
     }
+    std::signal(SIGINT, forward_and_die);
+    std::signal(SIGTERM, forward_and_die);
     spdlog::set_level(s.verbose ? spdlog::level::debug : spdlog::level::warn);
     // Every process started here is stopped by a destructor; exceptions are caught so they run.
     try {
