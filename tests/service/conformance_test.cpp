@@ -1,10 +1,13 @@
 // The official MCP conformance suite (@modelcontextprotocol/conformance, every 2025-11-25 server
 // scenario) pointed at airlock, which fronts the project's conformance fixture as a stdio upstream
 // with `prefix: none`. The CLI cannot send credentials, so the deployment serves it as an
-// anonymous principal granted every fixture tool.
+// anonymous principal granted the fixture's tools. A second case runs the 2026-07-28 server
+// scenarios of the 0.2.0 alpha (tests/peers: conformance-alpha) against the same deployment and
+// holds airlock to tests/fixtures/conformance-2026-baseline.yml, which names each failure and why.
 //
-// Hidden from a plain run of service_tests ([.]): ctest runs it as its own entry with a longer
-// timeout (tests/CMakeLists.txt). Run it by hand with: service_tests "[conformance]".
+// Hidden from a plain run of service_tests ([.]): ctest runs each as its own entry with a longer
+// timeout (tests/CMakeLists.txt). Run them by hand with: service_tests "[conformance]" and
+// service_tests "[conformance-2026]".
 #include "tests/support/child_process.hpp"
 #include "tests/support/peers.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -13,14 +16,18 @@
 
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <regex>
+#include <string>
+#include <vector>
 
 using namespace airlock::testing;
 using namespace std::chrono_literals;
 
 namespace {
 
-// The fixture's tools (tests/fixtures/conformance_server.mjs), all granted to the anonymous principal.
+// The fixture's tools (tests/fixtures/conformance_server.mjs) that the 2025-11-25 scenarios call,
+// granted to the anonymous principal.
 constexpr char const* fixture_tools[] = {
     "test_simple_text",     "test_image_content",   "test_audio_content",
     "test_embedded_resource", "test_multiple_content_types", "test_tool_with_logging",
@@ -29,15 +36,21 @@ constexpr char const* fixture_tools[] = {
     "test_reconnection",    "json_schema_2020_12_tool", "test_dynamic_tool",
 };
 
+// The fixture's tools that only the 2026-07-28 scenarios call (server-stateless's diagnostic hooks).
+constexpr char const* fixture_tools_2026[] = {
+    "test_missing_capability", "test_trigger_tool_change", "test_trigger_prompt_change",
+};
+
 struct conformance_deployment {
     temp_dir dir{"airlock-conformance"};
     std::filesystem::path config = dir.path() / "airlock.yaml";
 
-    conformance_deployment() {
+    explicit conformance_deployment(std::vector<std::string> const& extra_tools = {}) {
         std::ofstream m(dir.path() / "public.yaml");
         m << "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: conformance-client, version: \"1\" }\n"
              "spec:\n  tools:\n";
         for (auto const* t : fixture_tools) m << "    - ref: tool://fixture/" << t << "\n      mutates: false\n";
+        for (auto const& t : extra_tools) m << "    - ref: tool://fixture/" << t << "\n      mutates: false\n";
         m << "  budgets: {}\n";
         auto fixture = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/conformance_server.mjs";
         std::ofstream(config) << "journal: { dir: journal }\n"
@@ -49,16 +62,21 @@ struct conformance_deployment {
     }
 };
 
+// The /mcp URL of an airlock that has started listening, or "" when it did not say where.
+std::string mcp_url_of(child_process& airlock) {
+    auto line = airlock.wait_for_stderr_line("listening on http://", 30s);
+    std::smatch port;
+    if (!line || !std::regex_search(*line, port, std::regex(R"(127\.0\.0\.1:(\d+))"))) return "";
+    return "http://127.0.0.1:" + port[1].str() + "/mcp";
+}
+
 }  // namespace
 
 TEST_CASE("every 2025-11-25 server scenario of the MCP conformance suite passes through airlock", "[.][conformance]") {
     conformance_deployment d;
     child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
-    auto line = airlock.wait_for_stderr_line("listening on http://", 30s);
-    REQUIRE(line.has_value());
-    std::smatch port;
-    REQUIRE(std::regex_search(*line, port, std::regex(R"(127\.0\.0\.1:(\d+))")));
-    auto url = "http://127.0.0.1:" + port[1].str() + "/mcp";
+    auto url = mcp_url_of(airlock);
+    REQUIRE_FALSE(url.empty());
 
     auto script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/run_conformance.sh";
     auto out_dir = "CONFORMANCE_OUTPUT_DIR=" + (d.dir.path() / "results").string();
@@ -76,6 +94,40 @@ TEST_CASE("every 2025-11-25 server scenario of the MCP conformance suite passes 
     airlock.signal(SIGTERM);
     CHECK(airlock.wait(20s) == 0);
     // What the suite read and got through airlock is on the record, and the record holds together.
+    auto verified = run_command({AIRLOCK_BINARY, "journal", "verify", "--all", "--journal", (d.dir.path() / "journal").string()});
+    INFO(verified.out);
+    CHECK(verified.exit_code == 0);
+}
+
+TEST_CASE("the 2026-07-28 server scenarios of the conformance alpha fail through airlock only as its baseline says",
+          "[.][conformance-2026]") {
+    conformance_deployment d({std::begin(fixture_tools_2026), std::end(fixture_tools_2026)});
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto url = mcp_url_of(airlock);
+    REQUIRE_FALSE(url.empty());
+
+    auto script = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/run_conformance.sh";
+    auto baseline = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/conformance-2026-baseline.yml";
+    auto out_dir = "CONFORMANCE_OUTPUT_DIR=" + (d.dir.path() / "results").string();
+    // --spec-version comes after the script's 2025-11-25 default, and the CLI keeps the last one.
+    auto run = run_command({"env", out_dir, "CONFORMANCE_PACKAGE=conformance-alpha", "bash", script, url, "--spec-version",
+                            "2026-07-28", "--expected-failures", baseline},
+                           600s);
+    INFO(run.out);
+    INFO(run.err);
+    // The CLI exits non-zero on a failure the baseline does not list, and on a listed one that passed.
+    CHECK(run.exit_code == 0);
+    CHECK_THAT(run.out, Catch::Contains("Baseline check passed: all failures are expected."));
+    std::smatch total;
+    REQUIRE(std::regex_search(run.out, total, std::regex(R"(Total: (\d+) passed, (\d+) failed)")));
+    CHECK(std::stoi(total[1].str()) > 0);
+    // Scenarios the alpha has for 2026-07-28 that airlock passes outright, the baseline aside.
+    for (auto const* passing : {"server-stateless", "tools-list", "tools-call-with-progress", "json-schema-2020-12",
+                                "sep-2164-resource-not-found", "dns-rebinding-protection", "caching", "http-header-validation"})
+        CHECK_THAT(run.out, Catch::Contains(std::string("\u2713 ") + passing + ":"));
+
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(20s) == 0);
     auto verified = run_command({AIRLOCK_BINARY, "journal", "verify", "--all", "--journal", (d.dir.path() / "journal").string()});
     INFO(verified.out);
     CHECK(verified.exit_code == 0);

@@ -494,6 +494,51 @@ TEST_CASE("a modern request for an unknown method gets 404 with MethodNotFound")
     CHECK(error_code_of(r) == -32601);
 }
 
+TEST_CASE("a modern request for a method 2026-07-28 removed gets 404 with MethodNotFound") {
+    endpoint_fixture f;
+    for (std::string method : {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}) {
+        INFO(method);
+        auto r = f.post(R"({"jsonrpc":"2.0","id":3,"method":")" + method + R"(","params":{)" + modern_meta + "}}",
+                        modern_headers(method));
+        CHECK(r.status == 404);
+        CHECK(error_code_of(r) == -32601);
+        CHECK(body_json(r).at("id") == 3);
+        CHECK_FALSE(header_value(r.head, "Mcp-Session-Id").has_value());
+    }
+    CHECK(f.backend->principals().empty());
+}
+
+TEST_CASE("a legacy initialize sent with a 2026-07-28 version header still opens a session") {
+    endpoint_fixture f;
+    auto r = f.post(init_body, {"MCP-Protocol-Version: 2026-07-28"});
+    CHECK(r.status == 200);
+    CHECK(header_value(r.head, "Mcp-Session-Id").has_value());
+    CHECK(body_json(r).at("result").at("protocolVersion") == "2025-11-25");
+}
+
+TEST_CASE("a modern request that needs a capability the client did not declare ends with 400 and -32021") {
+    endpoint_fixture f;
+    // "ask" puts sampling/createMessage to the client, whose _meta declares no capabilities.
+    auto r = f.post(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ask","arguments":{"prompt":"?"},)" +
+                        modern_meta + "}}",
+                    modern_headers("tools/call", "ask"));
+    CHECK(r.status == 400);
+    CHECK(error_code_of(r) == -32021);
+    CHECK(body_json(r).at("id") == 4);
+    CHECK(body_json(r).at("error").at("data").at("requiredCapabilities") == json::parse(R"({"sampling":{}})"));
+}
+
+TEST_CASE("a legacy upstream's resource-not-found error reaches a 2026-07-28 client as InvalidParams") {
+    mcp::error_object e{-32002, "Resource not found: test://x", json::value(json::object{{"uri", "test://x"}})};
+    mcp_rules::modernize_error("resources/read", e);
+    CHECK(e.code == -32602);
+    CHECK(e.message == "Resource not found: test://x");
+    CHECK(e.data == json::value(json::object{{"uri", "test://x"}}));
+    mcp::error_object other{-32002, "something else", std::nullopt};
+    mcp_rules::modernize_error("tools/call", other);
+    CHECK(other.code == -32002);
+}
+
 TEST_CASE("a modern request for a version airlock does not speak gets 400 listing the supported ones") {
     endpoint_fixture f;
     auto meta = std::regex_replace(modern_meta, std::regex("2026-07-28"), "2099-01-01");

@@ -177,6 +177,28 @@ TEST_CASE("a modern stdio request for a version airlock does not speak gets Unsu
     CHECK(r.at("error").at("data").at("requested") == "2099-01-01");
 }
 
+TEST_CASE("a modern stdio request for a method 2026-07-28 removed gets MethodNotFound, and opens no session") {
+    stdio_fixture f;
+    for (std::string method : {"initialize", "ping", "logging/setLevel", "resources/subscribe"}) {
+        INFO(method);
+        auto r = f.call(R"({"jsonrpc":"2.0","id":"x","method":")" + method + R"(","params":{)" + modern_meta + "}}");
+        CHECK(r.at("id") == "x");
+        CHECK(r.at("error").at("code") == -32601);
+    }
+    // Still no legacy session: a request without _meta is refused as before initialize.
+    auto r = f.call(R"({"jsonrpc":"2.0","id":5,"method":"tools/list"})");
+    CHECK(r.at("error").at("code") == -32602);
+}
+
+TEST_CASE("a modern stdio request that needs a capability the client did not declare ends with -32021") {
+    stdio_fixture f;
+    auto r = f.call(R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"ask","arguments":{"prompt":"?"},)" +
+                    modern_meta + "}}");
+    CHECK(r.at("id") == 9);
+    CHECK(r.at("error").at("code") == -32021);
+    CHECK(r.at("error").at("data").at("requiredCapabilities") == json::parse(R"({"sampling":{}})"));
+}
+
 TEST_CASE("progress notifications precede the result over stdio") {
     stdio_fixture f;
     f.initialize();
