@@ -301,6 +301,9 @@ int run_serve(std::vector<std::string> const& args) {
     for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
     ioc.run();
     for (auto& t : pool) t.join();
+    // The journal is closed last, and explicitly: work still referencing it when the loop stopped
+    // must not find a writer running once the process begins to exit.
+    sc->journal->close();
     spdlog::info("airlock stopped");
     return 0;
 }
@@ -359,6 +362,7 @@ int run_stdio(std::vector<std::string> const& args) {
     };
     auto done = asio::co_spawn(ioc, task(), asio::use_future);
     ioc.run();
+    sc->journal->close();
     try {
         done.get();
     } catch (std::exception const& e) {

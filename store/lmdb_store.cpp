@@ -96,7 +96,13 @@ struct typed_op final : write_op {
         : fn(std::move(f)), handler(std::move(h)), work(asio::make_work_guard(asio::get_associated_executor(handler))) {}
 
     bool run(MDB_txn* txn) override {
-        outcome = fn(txn);
+        // An exception must never leave the writer thread (it would end the process); it fails
+        // this append alone, and the child transaction is aborted.
+        try {
+            outcome = fn(txn);
+        } catch (std::exception const& e) {
+            outcome = make_error("internal", std::string("append failed: ") + e.what());
+        }
         return outcome.has_value();
     }
     void fail(error e) override {
@@ -125,17 +131,21 @@ struct lmdb_store::impl {
     std::thread writer;
     std::atomic<std::uint64_t> batches{0}, operations{0};
 
-    ~impl() {
+    // Drains what is queued, stops the writer and syncs; later appends fail "closed". The
+    // environment stays open for readers until destruction.
+    void close() {
         {
             std::lock_guard lock(mutex);
             stopping = true;
         }
         wake.notify_all();
-        if (writer.joinable()) writer.join();
-        if (env) {
-            mdb_env_sync(env, 1);
-            mdb_env_close(env);
-        }
+        if (writer.joinable() && writer.get_id() != std::this_thread::get_id()) writer.join();
+        if (env) mdb_env_sync(env, 1);
+    }
+
+    ~impl() {
+        close();
+        if (env) mdb_env_close(env);
     }
 
     void enqueue(std::unique_ptr<write_op> op) {
@@ -560,6 +570,8 @@ asio::awaitable<result<std::vector<core::pin>>> lmdb_store::async_pins() {
         return out;
     });
 }
+
+void lmdb_store::close() { impl_->close(); }
 
 lmdb_store::stats lmdb_store::writer_stats() const { return {impl_->batches.load(), impl_->operations.load()}; }
 

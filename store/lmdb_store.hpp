@@ -33,6 +33,10 @@ public:
     static core::result<std::unique_ptr<lmdb_store>> open(lmdb_options options);
     ~lmdb_store() override;  // drains queued appends, stops the writer, syncs and closes
 
+    // Drains queued appends, stops the writer thread and syncs, now: later appends fail "closed".
+    // The service calls it at shutdown, so no append can run after the process starts to exit.
+    void close();
+
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_append(
         std::string run_id, std::vector<core::new_record> records) override;
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_read(std::string run_id,

@@ -92,7 +92,9 @@ TEST_CASE("every 2025-11-25 server scenario of the MCP conformance suite passes 
     CHECK_THAT(run.out, Catch::Contains("checks with FAILURE: 0,"));
 
     airlock.signal(SIGTERM);
-    CHECK(airlock.wait(20s) == 0);
+    auto exit_code = airlock.wait(20s);
+    INFO("airlock's log (tail): " << airlock.stderr_text().substr(airlock.stderr_text().size() > 4000 ? airlock.stderr_text().size() - 4000 : 0));
+    CHECK(exit_code == 0);
     // What the suite read and got through airlock is on the record, and the record holds together.
     auto verified = run_command({AIRLOCK_BINARY, "journal", "verify", "--all", "--journal", (d.dir.path() / "journal").string()});
     INFO(verified.out);
@@ -127,7 +129,9 @@ TEST_CASE("the 2026-07-28 server scenarios of the conformance alpha fail through
         CHECK_THAT(run.out, Catch::Contains(std::string("\u2713 ") + passing + ":"));
 
     airlock.signal(SIGTERM);
-    CHECK(airlock.wait(20s) == 0);
+    auto exit_code = airlock.wait(20s);
+    INFO("airlock's log (tail): " << airlock.stderr_text().substr(airlock.stderr_text().size() > 4000 ? airlock.stderr_text().size() - 4000 : 0));
+    CHECK(exit_code == 0);
     auto verified = run_command({AIRLOCK_BINARY, "journal", "verify", "--all", "--journal", (d.dir.path() / "journal").string()});
     INFO(verified.out);
     CHECK(verified.exit_code == 0);
