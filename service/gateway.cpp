@@ -304,7 +304,7 @@ void gateway::remove_listener(std::uint64_t id) {
     listeners_.erase(id);
 }
 
-asio::awaitable<std::vector<gateway::catalogue_entry>> gateway::async_catalogue(gateway_upstream const& up) {
+asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_upstream const& up) {
     auto now = std::chrono::steady_clock::now();
     {
         std::lock_guard lock(mutex_);
@@ -319,7 +319,7 @@ asio::awaitable<std::vector<gateway::catalogue_entry>> gateway::async_catalogue(
                      listed.error().detail, retry_backoff.count());
         std::lock_guard lock(mutex_);
         auto& c = catalogues_[up.name];
-        c.entries.clear();
+        c.entries = std::make_shared<std::vector<catalogue_entry> const>();
         c.failed = true;
         c.retry_after = now + retry_backoff;
         co_return c.entries;
@@ -369,12 +369,12 @@ asio::awaitable<std::vector<gateway::catalogue_entry>> gateway::async_catalogue(
     }
     std::lock_guard lock(mutex_);
     auto& c = catalogues_[up.name];
-    c.entries = std::move(entries);
+    c.entries = std::make_shared<std::vector<catalogue_entry> const>(std::move(entries));
     c.failed = false;
     // Re-read after the TTL even without list_changed: not every server sends it.
     c.retry_after = now + catalogue_ttl;
-    auto copy = c.entries;
-    co_return copy;
+    auto snapshot = c.entries;
+    co_return snapshot;
 }
 
 asio::awaitable<std::vector<json::object>> gateway::async_tools_for(std::string principal_name) {
@@ -383,7 +383,7 @@ asio::awaitable<std::vector<json::object>> gateway::async_tools_for(std::string 
     if (!p) co_return out;
     for (auto const& up : options_.upstreams) {
         auto entries = co_await async_catalogue(up);
-        for (auto const& e : entries) {
+        for (auto const& e : *entries) {
             if (e.withheld) continue;
             auto const* grant = p->grants.grant_for(e.id);
             if (!grant) continue;
@@ -401,7 +401,7 @@ asio::awaitable<std::optional<gateway::catalogue_entry>> gateway::async_resolve(
     // Byte-for-byte among the principal's grants: no trimming, no case folding, no near misses.
     for (auto const& up : options_.upstreams) {
         auto entries = co_await async_catalogue(up);
-        for (auto const& e : entries)
+        for (auto const& e : *entries)
             if (e.exposed_name == name && p.grants.grant_for(e.id)) co_return e;
     }
     co_return std::nullopt;

@@ -101,7 +101,7 @@ private:
         bool withheld = false;     // its definition changed since it was pinned
     };
     struct catalogue {
-        std::vector<catalogue_entry> entries;
+        std::shared_ptr<std::vector<catalogue_entry> const> entries = std::make_shared<std::vector<catalogue_entry> const>();
         std::chrono::steady_clock::time_point retry_after{};
         bool failed = false;  // the last read failed: the upstream is down
     };
@@ -147,7 +147,9 @@ private:
                                                                              std::string server, mcp::request r);
     void broadcast(std::string const& server, mcp::notification const& n);
     std::string session_key(mcp::request_context const& ctx, gateway_principal const& p) const;
-    boost::asio::awaitable<std::vector<catalogue_entry>> async_catalogue(gateway_upstream const& up);
+    // Shared, immutable snapshots: a call resolves its tool without copying every schema.
+    using catalogue_snapshot = std::shared_ptr<std::vector<catalogue_entry> const>;
+    boost::asio::awaitable<catalogue_snapshot> async_catalogue(gateway_upstream const& up);
     boost::asio::awaitable<std::optional<catalogue_entry>> async_resolve(gateway_principal const& p, std::string const& name);
     boost::asio::awaitable<mcp::handler_result> async_list(mcp::request const& req, mcp::request_context& ctx);
     boost::asio::awaitable<mcp::handler_result> async_call(mcp::request const& req, mcp::request_context& ctx);
