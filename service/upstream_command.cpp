@@ -57,10 +57,11 @@ bool split_command_line(std::string const& text, std::vector<std::string>& out, 
 namespace {
 
 constexpr char tools_usage[] =
-    "usage: airlock tools --server SPEC [--name NAME] [--env K=V]... [--timeout SECONDS] [--insecure]\n"
-    "       airlock call  --server SPEC [--name NAME] [--env K=V]... [--timeout SECONDS] [--insecure] TOOL [JSON]\n"
+    "usage: airlock tools --server SPEC [--name NAME] [--env K=V]... [--header 'N: V']... [--timeout SECONDS] [--insecure]\n"
+    "       airlock call  --server SPEC [same options] TOOL [JSON]\n"
     "  SPEC  'stdio:COMMAND ARGS...' (started without a shell; only PATH and --env variables reach it)\n"
-    "        or http(s)://host:port/path (Streamable HTTP; --insecure skips TLS verification)\n"
+    "        or http(s)://host:port/path (Streamable HTTP; --header adds a request header such as\n"
+    "        'Authorization: Bearer ...'; --insecure skips TLS verification)\n"
     "  TOOL  the tool's name as the server lists it, or its airlock wire name NAME__tool\n";
 
 struct upstream_args {
@@ -69,6 +70,7 @@ struct upstream_args {
     std::map<std::string, std::string> env;
     std::chrono::milliseconds timeout{60'000};
     bool insecure = false;
+    std::vector<std::pair<std::string, std::string>> headers;  // HTTP only; values may be secrets
     std::vector<std::string> positional;
 };
 
@@ -112,6 +114,18 @@ int parse_args(std::string const& cmd, std::vector<std::string> const& args, ups
                 return 2;
             }
             out.timeout = std::chrono::seconds(secs);
+        } else if (a == "--header") {
+            auto v = need("--header");
+            if (!v) return 2;
+            auto colon = v->find(':');
+            if (colon == std::string::npos || colon == 0) {
+                // The value may be a credential: name the option, never echo it.
+                std::cerr << "airlock " << cmd << ": --header must be 'Name: value'\n";
+                return 2;
+            }
+            auto value = v->substr(colon + 1);
+            value.erase(0, value.find_first_not_of(' '));
+            out.headers.emplace_back(v->substr(0, colon), value);
         } else if (a == "--insecure") {
             out.insecure = true;
         } else if (a.rfind("--", 0) == 0) {
@@ -155,6 +169,7 @@ std::unique_ptr<mcp::mcp_client> make_client(asio::io_context& ioc, upstream_arg
         ho.server_name = a.name;
         ho.url = a.spec;
         ho.verify_peer = !a.insecure;
+        ho.headers = a.headers;
         copts.kind = mcp::transport_kind::http;
         return std::make_unique<mcp::mcp_client>(std::make_unique<mcp::http_transport>(ioc.get_executor(), ho), copts);
     }

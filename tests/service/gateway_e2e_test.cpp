@@ -100,3 +100,21 @@ TEST_CASE("the SDK client lists and calls granted tools through airlock stdio") 
     deployment d;
     check_client_output(run_command({peers::node(), client_script(), "stdio", AIRLOCK_BINARY, "stdio", "--config", d.config.string()}));
 }
+
+TEST_CASE("airlock tools sends --header to an HTTP upstream, and a wrong bearer token is refused without being echoed") {
+    deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    auto url = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
+    std::string wrong = "not-the-token-0123456789";
+    auto refused = run_command({AIRLOCK_BINARY, "tools", "--server", url, "--header", "Authorization: Bearer " + wrong});
+    CHECK(refused.exit_code == 1);
+    CHECK_THAT(refused.err, Catch::Contains("refused"));
+    CHECK(refused.err.find(wrong) == std::string::npos);
+    auto accepted = run_command({AIRLOCK_BINARY, "tools", "--server", url, "--header", std::string("Authorization: Bearer ") + token});
+    INFO(accepted.err);
+    CHECK(accepted.exit_code == 0);
+    CHECK(accepted.err.find(token) == std::string::npos);
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(20s) == 0);
+}
