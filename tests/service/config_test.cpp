@@ -133,11 +133,11 @@ TEST_CASE("the example configuration validates") {
     REQUIRE(c);
     CHECK(c->server.port == 8080);
     REQUIRE(c->upstreams.size() == 1);
-    CHECK(c->upstreams[0].name == "ledger");
+    CHECK(c->upstreams[0].name == "everything");
     // The example's upstream is reachable: its argv[0] is in egress, resolved the same way.
     CHECK(c->egress.permits(c->upstreams[0].destination));
     REQUIRE(c->principals.size() == 1);
-    CHECK(c->principals[0].manifest.name == "teller");
+    CHECK(c->principals[0].manifest.name == "demo-desk");
     CHECK(c->journal.directory == (fs::path(AIRLOCK_SOURCE_DIR) / "var" / "journal").lexically_normal());
 }
 
