@@ -127,12 +127,23 @@ manifest parsed(std::string_view yaml) {
 }
 
 // Parsing must fail with `code`, and the message must name `field`.
-void require_refused(std::string_view yaml, std::string_view code, std::string_view field) {
+// The error a manifest is refused with; the test fails when it parses.
+error refusal_of(std::string_view yaml) {
     auto r = parse_manifest(yaml);
     REQUIRE_FALSE(r.has_value());
-    INFO("message: " << r.error().message);
-    CHECK(r.error().code == code);
-    CHECK_THAT(r.error().message, Contains(std::string(field)));
+    return r.error();
+}
+
+// True when the manifest is refused with `code` and the message names `field`; on a mismatch the
+// assertion that uses it reports what came back instead.
+bool refused_with(std::string_view yaml, std::string_view code, std::string_view field) {
+    auto r = parse_manifest(yaml);
+    if (r.has_value()) {
+        UNSCOPED_INFO("the manifest parsed");
+        return false;
+    }
+    UNSCOPED_INFO("refused with " << r.error().code << ": " << r.error().message);
+    return r.error().code == code && r.error().message.find(field) != std::string::npos;
 }
 
 std::string digest_of(std::string_view yaml) { return parsed(yaml).digest; }
@@ -437,32 +448,43 @@ TEST_CASE("the normalized JSON writes null for an absent identity and execution"
 // ── refusals: document and metadata ───────────────────────────────────────────────────────────
 
 TEST_CASE("a manifest with another apiVersion is refused") {
-    require_refused(edit(clerk_yaml, "apiVersion: airlock/v1", "apiVersion: airlock/v2"), "unsupported_api_version",
-                    "apiVersion");
-    require_refused(edit(clerk_yaml, "apiVersion: airlock/v1", "apiVersion: agentplane.hupe1980.github.io/v1"),
-                    "unsupported_api_version", "apiVersion");
+    for (auto other : {"apiVersion: airlock/v2", "apiVersion: agentplane.hupe1980.github.io/v1"}) {
+        auto e = refusal_of(edit(clerk_yaml, "apiVersion: airlock/v1", other));
+        CHECK(e.code == "unsupported_api_version");
+        CHECK_THAT(e.message, Contains("apiVersion"));
+    }
 }
 
 TEST_CASE("a manifest without apiVersion is refused") {
-    require_refused(edit(clerk_yaml, "apiVersion: airlock/v1\n", ""), "missing_field", "apiVersion");
+    auto e = refusal_of(edit(clerk_yaml, "apiVersion: airlock/v1\n", ""));
+    CHECK(e.code == "missing_field");
+    CHECK_THAT(e.message, Contains("apiVersion"));
 }
 
 TEST_CASE("a manifest of another kind is refused") {
-    require_refused(edit(clerk_yaml, "kind: Agent", "kind: Workflow"), "unsupported_kind", "kind");
-    require_refused(edit(clerk_yaml, "kind: Agent", "kind: agent"), "unsupported_kind", "kind");
+    for (auto other : {"kind: Workflow", "kind: agent"}) {
+        auto e = refusal_of(edit(clerk_yaml, "kind: Agent", other));
+        CHECK(e.code == "unsupported_kind");
+        CHECK_THAT(e.message, Contains("kind"));
+    }
 }
 
 TEST_CASE("an empty metadata.name is refused") {
-    require_refused(edit(clerk_yaml, "  name: clerk", "  name: \"\""), "empty_field", "metadata.name");
-    require_refused(edit(clerk_yaml, "  name: clerk", "  name: \"  \""), "empty_field", "metadata.name");
+    for (auto blank : {"  name: \"\"", "  name: \"  \""}) {
+        auto e = refusal_of(edit(clerk_yaml, "  name: clerk", blank));
+        CHECK(e.code == "empty_field");
+        CHECK_THAT(e.message, Contains("metadata.name"));
+    }
 }
 
 TEST_CASE("an empty metadata.version is refused") {
-    require_refused(edit(clerk_yaml, "  version: \"2.1.0\"", "  version: ''"), "empty_field", "metadata.version");
+    auto e = refusal_of(edit(clerk_yaml, "  version: \"2.1.0\"", "  version: ''"));
+    CHECK(e.code == "empty_field");
+    CHECK_THAT(e.message, Contains("metadata.version"));
 }
 
 TEST_CASE("a missing metadata.name is refused") {
-    require_refused(edit(clerk_yaml, "  name: clerk\n", ""), "missing_field", "metadata.name");
+    CHECK(refused_with(edit(clerk_yaml, "  name: clerk\n", ""), "missing_field", "metadata.name"));
 }
 
 TEST_CASE("text that is not YAML is refused with its line") {
@@ -473,22 +495,22 @@ TEST_CASE("text that is not YAML is refused with its line") {
 }
 
 TEST_CASE("an empty text is refused") {
-    require_refused("", "invalid_yaml", "empty");
-    require_refused("# nothing here\n", "invalid_yaml", "empty");
+    CHECK(refused_with("", "invalid_yaml", "empty"));
+    CHECK(refused_with("# nothing here\n", "invalid_yaml", "empty"));
 }
 
 TEST_CASE("two YAML documents in one manifest are refused") {
-    require_refused(std::string(clerk_yaml) + "---\n" + std::string(clerk_yaml), "invalid_yaml", "2 YAML documents");
+    CHECK(refused_with(std::string(clerk_yaml) + "---\n" + std::string(clerk_yaml), "invalid_yaml", "2 YAML documents"));
 }
 
 TEST_CASE("a manifest that is not a mapping is refused") {
-    require_refused("- apiVersion: airlock/v1\n", "wrong_type", "must be a mapping");
+    CHECK(refused_with("- apiVersion: airlock/v1\n", "wrong_type", "must be a mapping"));
 }
 
 TEST_CASE("a key written twice is refused, naming it") {
-    require_refused(edit(clerk_yaml, "      mutates: false\n", "      mutates: false\n      mutates: true\n"),
-                    "duplicate_key", "spec.tools[0].mutates");
-    require_refused(edit(clerk_yaml, "kind: Agent\n", "kind: Agent\nkind: Agent\n"), "duplicate_key", "kind");
+    CHECK(refused_with(edit(clerk_yaml, "      mutates: false\n", "      mutates: false\n      mutates: true\n"),
+                    "duplicate_key", "spec.tools[0].mutates"));
+    CHECK(refused_with(edit(clerk_yaml, "kind: Agent\n", "kind: Agent\nkind: Agent\n"), "duplicate_key", "kind"));
 }
 
 TEST_CASE("unknown keys anywhere are refused, naming the key path") {
@@ -516,97 +538,97 @@ TEST_CASE("unknown keys anywhere are refused, naming the key path") {
     };
     for (auto const& c : cases) {
         INFO("adding " << c.path);
-        require_refused(edit(clerk_yaml, c.from, c.to), "unknown_key", c.path);
+        CHECK(refused_with(edit(clerk_yaml, c.from, c.to), "unknown_key", c.path));
     }
 }
 
 TEST_CASE("an unknown key with unusual characters is quoted in its path") {
-    require_refused(edit(clerk_yaml, "kind: Agent\n", "kind: Agent\n\"x.y\": 1\n"), "unknown_key", "[\"x.y\"]");
+    CHECK(refused_with(edit(clerk_yaml, "kind: Agent\n", "kind: Agent\n\"x.y\": 1\n"), "unknown_key", "[\"x.y\"]"));
 }
 
 // ── refusals: wrong types ─────────────────────────────────────────────────────────────────────
 
 TEST_CASE("a boolean field written as anything but true or false is refused") {
-    require_refused(edit(clerk_yaml, "mutates: false", "mutates: \"false\""), "wrong_type", "spec.tools[0].mutates");
+    CHECK(refused_with(edit(clerk_yaml, "mutates: false", "mutates: \"false\""), "wrong_type", "spec.tools[0].mutates"));
     // YAML 1.1's `no` is the string "no" to a YAML 1.2 reader: two readers, two meanings.
-    require_refused(edit(clerk_yaml, "mutates: false", "mutates: no"), "wrong_type", "spec.tools[0].mutates");
-    require_refused(edit(clerk_yaml, "require_trusted: true", "require_trusted: 1"), "wrong_type",
-                    "spec.tools[1].protected_fields[0].require_trusted");
+    CHECK(refused_with(edit(clerk_yaml, "mutates: false", "mutates: no"), "wrong_type", "spec.tools[0].mutates"));
+    CHECK(refused_with(edit(clerk_yaml, "require_trusted: true", "require_trusted: 1"), "wrong_type",
+                    "spec.tools[1].protected_fields[0].require_trusted"));
 }
 
 TEST_CASE("an integer field written as text or a fraction is refused") {
-    require_refused(edit(clerk_yaml, "max_turns: 6", "max_turns: \"6\""), "wrong_type", "spec.execution.max_turns");
-    require_refused(edit(clerk_yaml, "max_turns: 6", "max_turns: 6.5"), "wrong_type", "spec.execution.max_turns");
-    require_refused(edit(clerk_yaml, "max_steps: 20", "max_steps: twenty"), "wrong_type", "spec.budgets.max_steps");
-    require_refused(edit(clerk_yaml, "max_tokens: 4096", "max_tokens: 1e4"), "wrong_type",
-                    "spec.models.privileged.max_tokens");
+    CHECK(refused_with(edit(clerk_yaml, "max_turns: 6", "max_turns: \"6\""), "wrong_type", "spec.execution.max_turns"));
+    CHECK(refused_with(edit(clerk_yaml, "max_turns: 6", "max_turns: 6.5"), "wrong_type", "spec.execution.max_turns"));
+    CHECK(refused_with(edit(clerk_yaml, "max_steps: 20", "max_steps: twenty"), "wrong_type", "spec.budgets.max_steps"));
+    CHECK(refused_with(edit(clerk_yaml, "max_tokens: 4096", "max_tokens: 1e4"), "wrong_type",
+                    "spec.models.privileged.max_tokens"));
 }
 
 TEST_CASE("a negative or oversized count is refused") {
-    require_refused(edit(clerk_yaml, "max_effects: 5", "max_effects: -5"), "invalid_value", "spec.budgets.max_effects");
-    require_refused(edit(clerk_yaml, "max_effects: 5", "max_effects: 18446744073709551616"), "invalid_value",
-                    "spec.budgets.max_effects");
-    require_refused(edit(clerk_yaml, "max_turns: 6", "max_turns: 4294967296"), "invalid_value",
-                    "spec.execution.max_turns");
+    CHECK(refused_with(edit(clerk_yaml, "max_effects: 5", "max_effects: -5"), "invalid_value", "spec.budgets.max_effects"));
+    CHECK(refused_with(edit(clerk_yaml, "max_effects: 5", "max_effects: 18446744073709551616"), "invalid_value",
+                    "spec.budgets.max_effects"));
+    CHECK(refused_with(edit(clerk_yaml, "max_turns: 6", "max_turns: 4294967296"), "invalid_value",
+                    "spec.execution.max_turns"));
 }
 
 TEST_CASE("a string field written as a number, boolean or null is refused") {
-    require_refused(edit(clerk_yaml, "  name: clerk", "  name: 42"), "wrong_type", "metadata.name");
+    CHECK(refused_with(edit(clerk_yaml, "  name: clerk", "  name: 42"), "wrong_type", "metadata.name"));
     // Unquoted, 2.10 is the number 2.1 to other YAML readers.
-    require_refused(edit(clerk_yaml, "  version: \"2.1.0\"", "  version: 2.10"), "wrong_type", "metadata.version");
-    require_refused(edit(clerk_yaml, "description: Read a balance.", "description: true"), "wrong_type",
-                    "spec.tools[0].description");
-    require_refused(edit(clerk_yaml, "provider: anthropic", "provider: ~"), "wrong_type",
-                    "spec.models.privileged.provider");
+    CHECK(refused_with(edit(clerk_yaml, "  version: \"2.1.0\"", "  version: 2.10"), "wrong_type", "metadata.version"));
+    CHECK(refused_with(edit(clerk_yaml, "description: Read a balance.", "description: true"), "wrong_type",
+                    "spec.tools[0].description"));
+    CHECK(refused_with(edit(clerk_yaml, "provider: anthropic", "provider: ~"), "wrong_type",
+                    "spec.models.privileged.provider"));
 }
 
 TEST_CASE("a sequence written as a single value is refused") {
-    require_refused(edit(clerk_yaml, "provides: [ledger.post]", "provides: ledger.post"), "wrong_type",
-                    "spec.capabilities.provides");
-    require_refused(edit(clerk_yaml, "          require_trusted: true\n", "          allowed_sources: operator\n"),
-                    "wrong_type", "spec.tools[1].protected_fields[0].allowed_sources");
+    CHECK(refused_with(edit(clerk_yaml, "provides: [ledger.post]", "provides: ledger.post"), "wrong_type",
+                    "spec.capabilities.provides"));
+    CHECK(refused_with(edit(clerk_yaml, "          require_trusted: true\n", "          allowed_sources: operator\n"),
+                    "wrong_type", "spec.tools[1].protected_fields[0].allowed_sources"));
 }
 
 TEST_CASE("a section written as a scalar or null is refused") {
-    require_refused(edit(clerk_yaml, "  security:\n    max_sensitivity_egress: confidential\n", "  security:\n"),
-                    "wrong_type", "spec.security");
-    require_refused(edit(clerk_yaml, clerk_identity_block, "  identity: a clerk\n"), "wrong_type", "spec.identity");
+    CHECK(refused_with(edit(clerk_yaml, "  security:\n    max_sensitivity_egress: confidential\n", "  security:\n"),
+                    "wrong_type", "spec.security"));
+    CHECK(refused_with(edit(clerk_yaml, clerk_identity_block, "  identity: a clerk\n"), "wrong_type", "spec.identity"));
 }
 
 TEST_CASE("an unknown sensitivity name is refused, naming the field") {
-    require_refused(edit(clerk_yaml, "max_sensitivity_egress: confidential", "max_sensitivity_egress: Confidential"),
-                    "invalid_value", "spec.security.max_sensitivity_egress");
-    require_refused(edit(clerk_yaml, "max_sensitivity: internal", "max_sensitivity: restricted"), "invalid_value",
-                    "spec.tools[1].protected_fields[1].max_sensitivity");
+    CHECK(refused_with(edit(clerk_yaml, "max_sensitivity_egress: confidential", "max_sensitivity_egress: Confidential"),
+                    "invalid_value", "spec.security.max_sensitivity_egress"));
+    CHECK(refused_with(edit(clerk_yaml, "max_sensitivity: internal", "max_sensitivity: restricted"), "invalid_value",
+                    "spec.tools[1].protected_fields[1].max_sensitivity"));
 }
 
 TEST_CASE("an unknown execution kind is refused") {
-    require_refused(edit(clerk_yaml, "kind: tool-calling", "kind: tool_calling"), "invalid_value",
-                    "spec.execution.kind");
+    CHECK(refused_with(edit(clerk_yaml, "kind: tool-calling", "kind: tool_calling"), "invalid_value",
+                    "spec.execution.kind"));
 }
 
 TEST_CASE("an execution block without a kind is refused") {
-    require_refused(edit(clerk_yaml, "    kind: tool-calling\n", ""), "missing_field", "spec.execution.kind");
+    CHECK(refused_with(edit(clerk_yaml, "    kind: tool-calling\n", ""), "missing_field", "spec.execution.kind"));
 }
 
 TEST_CASE("an explicit YAML tag other than !!str is refused") {
-    require_refused(edit(clerk_yaml, "  name: clerk", "  name: !secret clerk"), "wrong_type", "metadata.name");
+    CHECK(refused_with(edit(clerk_yaml, "  name: clerk", "  name: !secret clerk"), "wrong_type", "metadata.name"));
     CHECK(parsed(edit(clerk_yaml, "  name: clerk", "  name: !!str clerk")).name == "clerk");
 }
 
 // ── refusals: identity, models, budgets ───────────────────────────────────────────────────────
 
 TEST_CASE("a blank identity.role is refused when identity is present") {
-    require_refused(edit(clerk_yaml, clerk_role_line, "    role: \" \"\n"), "empty_field", "spec.identity.role");
+    CHECK(refused_with(edit(clerk_yaml, clerk_role_line, "    role: \" \"\n"), "empty_field", "spec.identity.role"));
 }
 
 TEST_CASE("an identity without a role is refused") {
-    require_refused(edit(clerk_yaml, clerk_role_line, ""), "empty_field", "spec.identity.role");
+    CHECK(refused_with(edit(clerk_yaml, clerk_role_line, ""), "empty_field", "spec.identity.role"));
 }
 
 TEST_CASE("a privileged model without a provider is refused") {
-    require_refused(edit(clerk_yaml, "      provider: anthropic\n", ""), "missing_field",
-                    "spec.models.privileged.provider");
+    CHECK(refused_with(edit(clerk_yaml, "      provider: anthropic\n", ""), "missing_field",
+                    "spec.models.privileged.provider"));
 }
 
 TEST_CASE("a budget ceiling of 0 is refused, naming the budget") {
@@ -614,32 +636,32 @@ TEST_CASE("a budget ceiling of 0 is refused, naming the budget") {
         std::string_view k(key);
         auto name = std::string(k.substr(0, k.find(':')));
         INFO(name);
-        require_refused(edit(clerk_yaml, "    " + std::string(k) + "\n", "    " + name + ": 0\n"), "zero_budget",
-                        "spec.budgets." + name);
+        CHECK(refused_with(edit(clerk_yaml, "    " + std::string(k) + "\n", "    " + name + ": 0\n"), "zero_budget",
+                        "spec.budgets." + name));
     }
 }
 
 TEST_CASE("a missing budgets block is refused") {
-    require_refused(edit(teller_yaml, "  budgets:\n    max_tokens: 100000\n", ""), "missing_field", "spec.budgets");
+    CHECK(refused_with(edit(teller_yaml, "  budgets:\n    max_tokens: 100000\n", ""), "missing_field", "spec.budgets"));
 }
 
 TEST_CASE("an empty budgets key is refused rather than read as unbounded") {
-    require_refused(edit(teller_yaml, "  budgets:\n    max_tokens: 100000\n", "  budgets:\n"), "wrong_type",
-                    "spec.budgets");
+    CHECK(refused_with(edit(teller_yaml, "  budgets:\n    max_tokens: 100000\n", "  budgets:\n"), "wrong_type",
+                    "spec.budgets"));
 }
 
 TEST_CASE("max_turns of 0 is refused") {
-    require_refused(edit(clerk_yaml, "max_turns: 6", "max_turns: 0"), "zero_limit", "spec.execution.max_turns");
+    CHECK(refused_with(edit(clerk_yaml, "max_turns: 6", "max_turns: 0"), "zero_limit", "spec.execution.max_turns"));
 }
 
 TEST_CASE("a model max_tokens of 0 is refused") {
-    require_refused(edit(clerk_yaml, "max_tokens: 4096", "max_tokens: 0"), "zero_limit",
-                    "spec.models.privileged.max_tokens");
+    CHECK(refused_with(edit(clerk_yaml, "max_tokens: 4096", "max_tokens: 0"), "zero_limit",
+                    "spec.models.privileged.max_tokens"));
 }
 
 TEST_CASE("a capability listed twice is refused") {
-    require_refused(edit(clerk_yaml, "provides: [ledger.post]", "provides: [ledger.post, ledger.post]"),
-                    "duplicate_entry", "spec.capabilities.provides[1]");
+    CHECK(refused_with(edit(clerk_yaml, "provides: [ledger.post]", "provides: [ledger.post, ledger.post]"),
+                    "duplicate_entry", "spec.capabilities.provides[1]"));
 }
 
 // ── refusals: grants ──────────────────────────────────────────────────────────────────────────
@@ -648,14 +670,14 @@ TEST_CASE("a grant ref that is not exactly tool://server/name is refused") {
     for (auto bad : {"ledger/read", "Tool://ledger/read", "tool://ledger", "tool://ledger/read/x",
                      "tool://led-ger/read", "\"tool://ledger/read \"", "tool:///read", "https://ledger/read"}) {
         INFO(bad);
-        require_refused(edit(clerk_yaml, "ref: tool://ledger/post", std::string("ref: ") + bad), "invalid_tool_ref",
-                        "spec.tools[1].ref");
+        CHECK(refused_with(edit(clerk_yaml, "ref: tool://ledger/post", std::string("ref: ") + bad), "invalid_tool_ref",
+                        "spec.tools[1].ref"));
     }
 }
 
 TEST_CASE("a grant without a ref is refused") {
-    require_refused(edit(clerk_yaml, "    - ref: tool://ledger/read\n      mutates: false\n", "    - mutates: false\n"),
-                    "missing_field", "spec.tools[0].ref");
+    CHECK(refused_with(edit(clerk_yaml, "    - ref: tool://ledger/read\n      mutates: false\n", "    - mutates: false\n"),
+                    "missing_field", "spec.tools[0].ref"));
 }
 
 TEST_CASE("the same tool granted twice is refused, naming both grants") {
@@ -669,18 +691,18 @@ TEST_CASE("the same tool granted twice is refused, naming both grants") {
 }
 
 TEST_CASE("a protected-field path that is not an RFC 6901 pointer is refused") {
-    require_refused(edit(clerk_yaml, "path: /account", "path: account"), "invalid_pointer",
-                    "spec.tools[1].protected_fields[0].path");
-    require_refused(edit(clerk_yaml, "path: /account", "path: /acc~2ount"), "invalid_pointer",
-                    "spec.tools[1].protected_fields[0].path");
-    require_refused(edit(clerk_yaml, "path: /account", "path: \"#/account\""), "invalid_pointer",
-                    "spec.tools[1].protected_fields[0].path");
+    CHECK(refused_with(edit(clerk_yaml, "path: /account", "path: account"), "invalid_pointer",
+                    "spec.tools[1].protected_fields[0].path"));
+    CHECK(refused_with(edit(clerk_yaml, "path: /account", "path: /acc~2ount"), "invalid_pointer",
+                    "spec.tools[1].protected_fields[0].path"));
+    CHECK(refused_with(edit(clerk_yaml, "path: /account", "path: \"#/account\""), "invalid_pointer",
+                    "spec.tools[1].protected_fields[0].path"));
 }
 
 TEST_CASE("a protected field with require_trusted and allowed_sources together is refused") {
-    require_refused(edit(clerk_yaml, "          require_trusted: true\n",
+    CHECK(refused_with(edit(clerk_yaml, "          require_trusted: true\n",
                          "          require_trusted: true\n          allowed_sources: [operator]\n"),
-                    "conflicting_constraints", "spec.tools[1].protected_fields[0]");
+                    "conflicting_constraints", "spec.tools[1].protected_fields[0]"));
 }
 
 TEST_CASE("require_trusted: false beside allowed_sources is not a conflict") {
@@ -690,16 +712,16 @@ TEST_CASE("require_trusted: false beside allowed_sources is not a conflict") {
 }
 
 TEST_CASE("a protected field with no constraint is refused") {
-    require_refused(
+    CHECK(refused_with(
         edit(clerk_yaml, "        - path: /memo\n          max_sensitivity: internal\n", "        - path: /memo\n"),
-        "unconstrained_field", "spec.tools[1].protected_fields[1]");
-    require_refused(edit(clerk_yaml, "          require_trusted: true\n", "          require_trusted: false\n"),
-                    "unconstrained_field", "spec.tools[1].protected_fields[0]");
+        "unconstrained_field", "spec.tools[1].protected_fields[1]"));
+    CHECK(refused_with(edit(clerk_yaml, "          require_trusted: true\n", "          require_trusted: false\n"),
+                    "unconstrained_field", "spec.tools[1].protected_fields[0]"));
 }
 
 TEST_CASE("an empty allowed_sources list is refused because nothing could satisfy it") {
-    require_refused(edit(clerk_yaml, "          require_trusted: true\n", "          allowed_sources: []\n"),
-                    "empty_field", "spec.tools[1].protected_fields[0].allowed_sources");
+    CHECK(refused_with(edit(clerk_yaml, "          require_trusted: true\n", "          allowed_sources: []\n"),
+                    "empty_field", "spec.tools[1].protected_fields[0].allowed_sources"));
 }
 
 TEST_CASE("a protected path declared twice on one grant is refused") {
@@ -711,10 +733,10 @@ TEST_CASE("a protected path declared twice on one grant is refused") {
 }
 
 TEST_CASE("a tool-calling agent's grant without a description is refused") {
-    require_refused(edit(clerk_yaml, "      description: Read a balance.\n", ""), "missing_description",
-                    "spec.tools[0].description");
-    require_refused(edit(clerk_yaml, "description: Read a balance.", "description: \"  \""), "missing_description",
-                    "spec.tools[0].description");
+    CHECK(refused_with(edit(clerk_yaml, "      description: Read a balance.\n", ""), "missing_description",
+                    "spec.tools[0].description"));
+    CHECK(refused_with(edit(clerk_yaml, "description: Read a balance.", "description: \"  \""), "missing_description",
+                    "spec.tools[0].description"));
 }
 
 TEST_CASE("a tool-calling agent's mutating grant without protected fields is refused as unreachable") {
@@ -750,21 +772,21 @@ TEST_CASE("a mutating grant gated by allowed_sources satisfies the tool-calling 
 }
 
 TEST_CASE("execution without a privileged model is refused") {
-    require_refused(edit(clerk_yaml, clerk_models_block, "  models: {}\n"), "execution_without_model",
-                    "spec.models.privileged");
-    require_refused(edit(clerk_yaml, clerk_models_block, ""), "execution_without_model", "spec.models.privileged");
+    CHECK(refused_with(edit(clerk_yaml, clerk_models_block, "  models: {}\n"), "execution_without_model",
+                    "spec.models.privileged"));
+    CHECK(refused_with(edit(clerk_yaml, clerk_models_block, ""), "execution_without_model", "spec.models.privileged"));
 }
 
 TEST_CASE("execution without a capability is refused") {
-    require_refused(edit(clerk_yaml, "provides: [ledger.post]", "provides: []"), "execution_without_capability",
-                    "spec.capabilities.provides");
-    require_refused(edit(clerk_yaml, "  capabilities:\n    provides: [ledger.post]\n", ""),
-                    "execution_without_capability", "spec.capabilities.provides");
+    CHECK(refused_with(edit(clerk_yaml, "provides: [ledger.post]", "provides: []"), "execution_without_capability",
+                    "spec.capabilities.provides"));
+    CHECK(refused_with(edit(clerk_yaml, "  capabilities:\n    provides: [ledger.post]\n", ""),
+                    "execution_without_capability", "spec.capabilities.provides"));
 }
 
 TEST_CASE("a tool:// reference in the role that is not granted is refused") {
-    require_refused(edit(clerk_yaml, "after checking tool://ledger/read.", "after checking tool://ledger/balance."),
-                    "ungranted_tool_reference", "spec.identity.role");
+    CHECK(refused_with(edit(clerk_yaml, "after checking tool://ledger/read.", "after checking tool://ledger/balance."),
+                    "ungranted_tool_reference", "spec.identity.role"));
 }
 
 TEST_CASE("a near miss of a granted tool in the role is refused, quoting the mention") {
@@ -775,10 +797,10 @@ TEST_CASE("a near miss of a granted tool in the role is refused, quoting the men
 }
 
 TEST_CASE("a tool:// reference in the constraints that is not granted is refused") {
-    require_refused(edit(clerk_yaml, "      - \"Ask first.\"", "      - \"Ask tool://people/ask first.\""),
-                    "ungranted_tool_reference", "spec.identity.constraints[1]");
-    require_refused(edit(teller_yaml, "Use the tools.", "Use tool://ledger/write."), "ungranted_tool_reference",
-                    "spec.identity.constraints");
+    CHECK(refused_with(edit(clerk_yaml, "      - \"Ask first.\"", "      - \"Ask tool://people/ask first.\""),
+                    "ungranted_tool_reference", "spec.identity.constraints[1]"));
+    CHECK(refused_with(edit(teller_yaml, "Use the tools.", "Use tool://ledger/write."), "ungranted_tool_reference",
+                    "spec.identity.constraints"));
 }
 
 // ── arguments and limits ──────────────────────────────────────────────────────────────────────
@@ -792,9 +814,9 @@ TEST_CASE("an arguments schema that expands without bound through aliases is ref
         "        d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
         "        e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n"
         "        f: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n");
-    require_refused(
+    CHECK(refused_with(
         edit(clerk_yaml, "      description: Read a balance.\n", "      description: Read a balance.\n" + bomb),
-        "too_large", "spec.tools[0].arguments");
+        "too_large", "spec.tools[0].arguments"));
 }
 
 // ── every problem at once ─────────────────────────────────────────────────────────────────────

@@ -98,7 +98,9 @@ TEST_CASE("the SDK client lists and calls granted tools through airlock serve, a
 
 TEST_CASE("the SDK client lists and calls granted tools through airlock stdio") {
     deployment d;
-    check_client_output(run_command({peers::node(), client_script(), "stdio", AIRLOCK_BINARY, "stdio", "--config", d.config.string()}));
+    auto r = run_command({peers::node(), client_script(), "stdio", AIRLOCK_BINARY, "stdio", "--config", d.config.string()});
+    REQUIRE(r.exit_code == 0);
+    check_client_output(r);
 }
 
 TEST_CASE("airlock tools sends --header to an HTTP upstream, and a wrong bearer token is refused without being echoed") {
