@@ -6,6 +6,7 @@
 
 #include "tests/support/node_peers.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/with_client.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -19,6 +20,7 @@
 using namespace airlock;
 namespace asio = boost::asio;
 namespace peers = airlock::testing::peers;
+using airlock::testing::with_client;
 
 namespace {
 
@@ -34,22 +36,6 @@ std::unique_ptr<mcp::mcp_client> http_client(asio::io_context& ioc, std::string 
     return std::make_unique<mcp::mcp_client>(std::make_unique<mcp::http_transport>(ioc.get_executor(), ho), co);
 }
 
-template <class F>
-void with_client(asio::io_context& ioc, mcp::mcp_client& c, F body) {
-    auto task = [&]() -> asio::awaitable<void> {
-        std::exception_ptr failure;
-        try {
-            co_await body();
-        } catch (...) {
-            failure = std::current_exception();
-        }
-        co_await c.async_close();
-        if (failure) std::rethrow_exception(failure);
-    };
-    auto fut = asio::co_spawn(ioc, task(), asio::use_future);
-    ioc.run();
-    fut.get();
-}
 
 core::tool_id id(char const* uri) { return *core::tool_id::parse(uri); }
 
