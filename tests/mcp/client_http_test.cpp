@@ -36,7 +36,6 @@ std::unique_ptr<mcp::mcp_client> http_client(asio::io_context& ioc, std::string 
     return std::make_unique<mcp::mcp_client>(std::make_unique<mcp::http_transport>(ioc.get_executor(), ho), co);
 }
 
-
 core::tool_id id(char const* uri) { return *core::tool_id::parse(uri); }
 
 }  // namespace

@@ -40,7 +40,6 @@ std::unique_ptr<mcp::mcp_client> stdio_client(asio::io_context& ioc, std::string
     return std::make_unique<mcp::mcp_client>(std::make_unique<mcp::stdio_transport>(ioc.get_executor(), so), co);
 }
 
-
 core::tool_id id(char const* uri) { return *core::tool_id::parse(uri); }
 
 }  // namespace
