@@ -1,6 +1,7 @@
 #include "mcp/http_transport.hpp"
 
 #include "mcp/era.hpp"
+#include "mcp/http_pool.hpp"
 #include "mcp/messages.hpp"
 #include "mcp/sse.hpp"
 
@@ -8,30 +9,16 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/string_body.hpp>
-#include <boost/beast/http/write.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/json/object.hpp>
 #include <boost/url/parse.hpp>
 
 #include <spdlog/spdlog.h>
 
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <cerrno>
 #include <mutex>
 
 namespace airlock::mcp {
@@ -39,9 +26,7 @@ namespace airlock::mcp {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
-namespace ssl = asio::ssl;
 namespace json = boost::json;
-using tcp = asio::ip::tcp;
 using asio::as_tuple;
 using asio::use_awaitable;
 using clock_type = std::chrono::steady_clock;
@@ -57,7 +42,6 @@ transport_error fail(kind k, std::string detail, unsigned status = 0) { return t
 // Error bodies are read only to find a JSON-RPC error in them; a server that sends more is not
 // telling us anything a person needs.
 constexpr std::size_t max_error_body_bytes = 64 * 1024;
-constexpr std::uint32_t max_header_bytes = 64 * 1024;
 // A server that names no `retry:` before dropping a stream is asked again after this long.
 constexpr std::chrono::milliseconds default_resume_delay{250};
 constexpr std::chrono::milliseconds max_resume_delay{30'000};
@@ -71,27 +55,6 @@ bool iequals(std::string_view a, std::string_view b) {
 
 bool blank(std::string_view s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
-}
-
-http_headers headers_of(http::fields const& f) {
-    http_headers h;
-    for (auto const& field : f) h.add(field.name_string(), field.value());
-    return h;
-}
-
-// A pooled connection may have been closed by the server while it sat idle. Reading one byte
-// without consuming it tells: nothing to read (EAGAIN) is the only state in which it can carry a
-// request; EOF or unsolicited bytes mean it must not be reused.
-bool idle_connection_usable(tcp::socket& s) {
-    if (!s.is_open()) return false;
-    char byte;
-    auto n = ::recv(s.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
-
-std::string describe(beast::error_code const& ec) {
-    if (ec == beast::error::timeout) return "timed out";
-    return ec.message();
 }
 
 }  // namespace
@@ -142,116 +105,18 @@ core::result<http_endpoint> parse_http_url(std::string_view text) {
     return e;
 }
 
-// ---------------------------------------------------------------- connections
-
-namespace {
-
-// One HTTP/1.1 connection, plain or TLS. Owned by one exchange at a time, or idle in the pool.
-struct connection {
-    std::optional<beast::tcp_stream> tcp;
-    std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
-    beast::flat_buffer buffer;
-    bool reused = false;
-
-    beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *tcp; }
-    void close() {
-        beast::error_code ignored;
-        lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
-        lowest().close();
-    }
-};
-
-using response_parser = http::response_parser<http::buffer_body>;
-
-// A request that went out on a connection, with its response header read.
-struct exchange {
-    std::unique_ptr<connection> conn;
-    std::unique_ptr<response_parser> parser;
-
-    unsigned status() const { return parser->get().result_int(); }
-    std::string_view content_type() const { return parser->get()[http::field::content_type]; }
-};
-
-struct outgoing {
-    http::verb verb = http::verb::post;
-    std::string body;
-    http_headers headers;
-};
-
-asio::awaitable<std::tuple<beast::error_code, std::size_t>> write_request(connection& c,
-                                                                          http::request<http::string_body>& req,
-                                                                          time_point deadline) {
-    c.lowest().expires_at(deadline);
-    if (c.tls) co_return co_await http::async_write(*c.tls, req, as_tuple(use_awaitable));
-    co_return co_await http::async_write(*c.tcp, req, as_tuple(use_awaitable));
-}
-
-asio::awaitable<beast::error_code> read_header(exchange& ex, time_point deadline) {
-    auto& c = *ex.conn;
-    c.lowest().expires_at(deadline);
-    if (c.tls) {
-        auto [ec, n] = co_await http::async_read_header(*c.tls, c.buffer, *ex.parser, as_tuple(use_awaitable));
-        co_return ec;
-    }
-    auto [ec, n] = co_await http::async_read_header(*c.tcp, c.buffer, *ex.parser, as_tuple(use_awaitable));
-    co_return ec;
-}
-
-// Reads whatever body bytes arrive next (at most `size`) into `buf`; returns how many.
-asio::awaitable<std::tuple<beast::error_code, std::size_t>> read_body_some(exchange& ex, char* buf, std::size_t size,
-                                                                           time_point deadline) {
-    auto& c = *ex.conn;
-    auto& body = ex.parser->get().body();
-    body.data = buf;
-    body.size = size;
-    c.lowest().expires_at(deadline);
-    beast::error_code ec;
-    if (c.tls) {
-        auto [e, n] = co_await http::async_read_some(*c.tls, c.buffer, *ex.parser, as_tuple(use_awaitable));
-        ec = e;
-    } else {
-        auto [e, n] = co_await http::async_read_some(*c.tcp, c.buffer, *ex.parser, as_tuple(use_awaitable));
-        ec = e;
-    }
-    // need_buffer only says our buffer is full; the caller reads again.
-    if (ec == http::error::need_buffer) ec = {};
-    co_return std::tuple{ec, size - body.size};
-}
-
-// The whole body, or `too_large` once it passes `limit`.
-struct body_read {
-    beast::error_code ec;
-    bool too_large = false;
-    std::string text;
-};
-
-asio::awaitable<body_read> read_body(exchange& ex, std::size_t limit, time_point deadline) {
-    body_read out;
-    std::array<char, 16 * 1024> buf;
-    while (!ex.parser->is_done()) {
-        auto [ec, n] = co_await read_body_some(ex, buf.data(), buf.size(), deadline);
-        if (out.text.size() + n > limit) {
-            out.too_large = true;
-            co_return out;
-        }
-        out.text.append(buf.data(), n);
-        if (ec) {
-            out.ec = ec;
-            co_return out;
-        }
-    }
-    co_return out;
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------- state
+
+using http_wire::exchange;
+using http_wire::outgoing;
+using http_wire::read_body;
+using http_wire::read_body_some;
+using http_wire::describe;
 
 struct http_transport::state : std::enable_shared_from_this<state> {
     asio::strand<asio::any_io_executor> strand;
     http_transport_options opts;
-    core::result<http_endpoint> endpoint;
-    std::optional<ssl::context> tls_ctx;
+    http_pool pool;
     std::optional<std::string> setup_problem;  // why the transport cannot send at all
 
     // Settings: written by the synchronous setters from any thread, read on the strand.
@@ -263,56 +128,28 @@ struct http_transport::state : std::enable_shared_from_this<state> {
     server_request_handler request_handler;
 
     // Strand only.
-    std::vector<std::unique_ptr<connection>> idle;
-    std::atomic<std::size_t> idle_count{0};
     bool closed = false;
 
+    static http_pool_options pool_options(http_transport_options const& o) {
+        return http_pool_options{"mcp http " + o.server_name, o.url,           o.headers,   o.verify_peer,
+                                 o.ca_file,                   o.connect_timeout, o.pool_size, o.allow_address};
+    }
+
     state(asio::any_io_executor exec, http_transport_options o)
-        : strand(asio::make_strand(exec)), opts(std::move(o)), endpoint(parse_http_url(opts.url)) {
-        if (!endpoint) {
-            setup_problem = endpoint.error().message;
-            return;
-        }
+        : strand(asio::make_strand(exec)), opts(std::move(o)), pool(strand, pool_options(opts)) {
+        setup_problem = pool.setup_problem();
+        if (setup_problem) return;
         for (auto const& [name, value] : opts.headers) {
-            if (!is_header_name(name)) {
-                setup_problem = "configured header name '" + name + "' is not an HTTP token";
-                return;
-            }
             if (is_transport_header(name)) {
                 setup_problem = "configured header '" + name + "' is set by the MCP transport itself";
                 return;
             }
-            // The value is a credential: say which header is wrong, never what it holds.
-            if (value.find_first_of("\r\n") != std::string::npos || value.find('\0') != std::string::npos) {
-                setup_problem = "configured header '" + name + "' has a value with a line break or NUL";
-                return;
-            }
-        }
-        if (endpoint->scheme == "https") setup_tls();
-    }
-
-    void setup_tls() {
-        tls_ctx.emplace(ssl::context::tls_client);
-        SSL_CTX_set_min_proto_version(tls_ctx->native_handle(), TLS1_2_VERSION);
-        beast::error_code ec;
-        if (opts.verify_peer) {
-            tls_ctx->set_verify_mode(ssl::verify_peer, ec);
-            tls_ctx->set_default_verify_paths(ec);
-            if (ec) spdlog::warn("mcp http {}: cannot load the system CA store: {}", opts.server_name, ec.message());
-            ec.clear();
-        } else {
-            spdlog::warn("mcp http {}: TLS peer verification is OFF for {}", opts.server_name, where());
-            tls_ctx->set_verify_mode(ssl::verify_none, ec);
-        }
-        if (opts.ca_file) {
-            tls_ctx->load_verify_file(*opts.ca_file, ec);
-            if (ec) setup_problem = "cannot load CA file '" + *opts.ca_file + "': " + ec.message();
         }
     }
 
     std::string const& name() const { return opts.server_name; }
-    http_endpoint const& ep() const { return *endpoint; }
-    std::string where() const { return ep().scheme + "://" + ep().host_header; }
+    http_endpoint const& ep() const { return pool.endpoint(); }
+    std::string where() const { return pool.where(); }
 
     std::optional<transport_error> unusable() const {
         if (setup_problem) return fail(kind::not_sent, *setup_problem);
@@ -327,140 +164,14 @@ struct http_transport::state : std::enable_shared_from_this<state> {
 
     // ---- connections
 
-    asio::awaitable<boost::system::result<std::unique_ptr<connection>, transport_error>> async_connect(time_point deadline) {
-        auto const& e = ep();
-        auto connect_deadline = std::min(deadline, clock_type::now() + opts.connect_timeout);
+    void release(exchange& ex) { pool.release(ex); }
 
-        tcp::resolver resolver(strand);
-        asio::steady_timer timer(strand, connect_deadline);
-        // GCC 12 mishandles temporaries inside a co_await expression: every argument is a named local.
-        std::string service = std::to_string(e.port);
-        auto resolving = resolver.async_resolve(e.host, service, as_tuple(use_awaitable));
-        auto timing_out = timer.async_wait(as_tuple(use_awaitable));
-        auto raced = co_await (std::move(resolving) || std::move(timing_out));
-        if (raced.index() == 1) co_return fail(kind::not_sent, "resolving " + e.host + " timed out");
-        auto [rec, results] = std::get<0>(std::move(raced));
-        if (rec) co_return fail(kind::not_sent, "cannot resolve " + e.host + ": " + rec.message());
-
-        // The addresses checked are the addresses connected to: no second lookup can swap them.
-        std::vector<tcp::endpoint> allowed;
-        std::string refused;
-        for (auto const& r : results) {
-            auto addr = r.endpoint().address();
-            if (!opts.allow_address || opts.allow_address(addr)) {
-                allowed.push_back(r.endpoint());
-            } else {
-                refused += (refused.empty() ? "" : ", ") + addr.to_string();
-            }
-        }
-        if (allowed.empty())
-            co_return fail(kind::not_sent, "no address of " + e.host + " may be connected to (refused by the egress check: " +
-                                               refused + ")");
-
-        auto c = std::make_unique<connection>();
-        beast::tcp_stream stream(strand);
-        stream.expires_at(connect_deadline);
-        auto [cec, connected] = co_await stream.async_connect(allowed, as_tuple(use_awaitable));
-        if (cec) co_return fail(kind::not_sent, "cannot connect to " + where() + ": " + describe(cec));
-        stream.socket().set_option(tcp::no_delay(true), cec);
-
-        if (!tls_ctx) {
-            c->tcp.emplace(std::move(stream));
-            co_return c;
-        }
-        c->tls.emplace(std::move(stream), *tls_ctx);
-        auto* handle = c->tls->native_handle();
-        boost::system::error_code not_ip;
-        asio::ip::make_address(e.host, not_ip);
-        // SNI carries host names only (RFC 6066); an IP literal is verified against the
-        // certificate's IP entries instead.
-        if (not_ip && !SSL_set_tlsext_host_name(handle, e.host.c_str()))
-            co_return fail(kind::not_sent, "cannot set the TLS server name for " + e.host);
-        if (opts.verify_peer) c->tls->set_verify_callback(ssl::host_name_verification(e.host));
-        c->lowest().expires_at(connect_deadline);
-        auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, as_tuple(use_awaitable));
-        if (hec) co_return fail(kind::not_sent, "TLS handshake with " + where() + " failed: " + describe(hec));
-        co_return c;
+    asio::awaitable<transport_result<exchange>> async_send(outgoing out, time_point deadline) {
+        co_return co_await pool.async_send(std::move(out), deadline);
     }
 
-    asio::awaitable<boost::system::result<std::unique_ptr<connection>, transport_error>> async_acquire(time_point deadline) {
-        while (!idle.empty()) {
-            auto c = std::move(idle.back());
-            idle.pop_back();
-            idle_count = idle.size();
-            if (c->buffer.size() == 0 && idle_connection_usable(c->lowest().socket())) {
-                c->reused = true;
-                co_return c;
-            }
-            c->close();
-        }
-        co_return co_await async_connect(deadline);
-    }
-
-    void release(std::unique_ptr<connection> c, response_parser const& p) {
-        if (!closed && p.is_done() && p.get().keep_alive() && c->buffer.size() == 0 && idle.size() < opts.pool_size) {
-            idle.push_back(std::move(c));
-            idle_count = idle.size();
-            return;
-        }
-        c->close();
-    }
-
-    void release(exchange& ex) {
-        if (ex.conn) release(std::move(ex.conn), *ex.parser);
-    }
-
-    // Sends one HTTP request and reads its response header. A pooled connection the server had
-    // closed is replaced only while nothing of the request was written: after that the request
-    // may have arrived, and repeating it could perform it twice.
-    asio::awaitable<boost::system::result<exchange, transport_error>> async_send(outgoing out, time_point deadline) {
-        auto const& e = ep();
-        http::request<http::string_body> req{out.verb, e.target, 11};
-        req.set(http::field::host, e.host_header);
-        req.set(http::field::user_agent, "airlock");
-        for (auto const& [n, v] : opts.headers) req.set(n, v);
-        for (auto const& f : out.headers) req.set(f.name, f.value);
-        if (out.verb == http::verb::post) {
-            req.body() = std::move(out.body);
-            req.prepare_payload();
-        }
-
-        for (std::size_t attempt = 0;; ++attempt) {
-            auto c = co_await async_acquire(deadline);
-            if (!c) co_return c.error();
-            auto [wec, written] = co_await write_request(**c, req, deadline);
-            if (wec) {
-                bool reused = (*c)->reused;
-                (*c)->close();
-                if (written == 0 && reused && attempt <= opts.pool_size) continue;
-                if (written == 0) co_return fail(kind::not_sent, "cannot send to " + where() + ": " + describe(wec));
-                co_return fail(wec == beast::error::timeout ? kind::deadline : kind::no_reply,
-                               "sending to " + where() + " failed part-way: " + describe(wec));
-            }
-            exchange ex{std::move(*c), std::make_unique<response_parser>()};
-            ex.parser->header_limit(max_header_bytes);
-            ex.parser->body_limit(boost::none);  // bounded by the readers: per event, or max_body_bytes
-            auto rec = co_await read_header(ex, deadline);
-            if (rec) {
-                ex.conn->close();
-                if (rec == beast::error::timeout)
-                    co_return fail(kind::deadline, "no response from " + where() + " within the deadline");
-                co_return fail(kind::no_reply, "the connection to " + where() + " failed after the request was sent: " +
-                                                   describe(rec));
-            }
-            co_return ex;
-        }
-    }
-
-    // Reads and discards the rest of a body so the connection can be pooled.
     asio::awaitable<void> discard_body(exchange& ex, time_point deadline) {
-        auto r = co_await read_body(ex, max_error_body_bytes, deadline);
-        if (r.ec || r.too_large) {
-            ex.conn->close();
-            ex.conn.reset();
-            co_return;
-        }
-        release(ex);
+        co_await pool.async_discard_body(ex, deadline);
     }
 
     // A stream whose response already arrived: let it end in the background, then pool it.
@@ -534,7 +245,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
 
     // POSTs a message that expects no answer (notification, or a reply to a server request).
     asio::awaitable<transport_result<void>> post_message(message m, std::string_view method_name, time_point deadline) {
-        outgoing out{http::verb::post, serialize(m), message_headers(method_name)};
+        outgoing out{http::verb::post, {}, serialize(m), message_headers(method_name)};
         auto sent_session = out.headers.get(header::session_id);
         std::string sent_id = sent_session ? std::string(*sent_session) : std::string();
         auto ex = co_await async_send(std::move(out), deadline);
@@ -617,7 +328,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         auto h = legacy_delete_headers(s);
         h.add(header::accept, "text/event-stream");
         h.add(header::last_event_id, last_id);
-        outgoing out{http::verb::get, {}, std::move(h)};
+        outgoing out{http::verb::get, {}, {}, std::move(h)};
         auto ex = co_await async_send(std::move(out), deadline);
         if (!ex) co_return ex.error();
         if (ex->status() != 200 || classify_content_type(ex->content_type()) != body_kind::event_stream) {
@@ -746,7 +457,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         }
         std::string sent_id = (e == era::legacy && s.session_id) ? *s.session_id : std::string();
 
-        outgoing out{http::verb::post, serialize(req), std::move(headers)};
+        outgoing out{http::verb::post, {}, serialize(req), std::move(headers)};
         auto ex = co_await async_send(std::move(out), deadline);
         if (!ex) {
             if (ex.error().what == kind::deadline) co_return co_await deadline_passed(e, req);
@@ -767,7 +478,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         }
 
         if (initialize) {
-            auto id = session_id_from_response(headers_of(ex->parser->get()));
+            auto id = session_id_from_response(ex->headers());
             if (!id) {
                 ex->conn->close();
                 co_return fail(kind::protocol, id.error().message);
@@ -816,6 +527,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
 
     asio::awaitable<void> open_op() {
         closed = false;
+        pool.reopen();
         co_return;
     }
 
@@ -824,7 +536,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         auto s = session_snapshot();
         if (s.session_id) {
             auto deadline = clock_type::now() + opts.message_deadline;
-            outgoing out{http::verb::delete_, {}, legacy_delete_headers(s)};
+            outgoing out{http::verb::delete_, {}, {}, legacy_delete_headers(s)};
             auto ex = co_await async_send(std::move(out), deadline);
             if (!ex) {
                 spdlog::debug("mcp http {}: DELETE of the session failed: {}", name(), ex.error().detail);
@@ -839,9 +551,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
             session.session_id.reset();
         }
         closed = true;
-        for (auto& c : idle) c->close();
-        idle.clear();
-        idle_count = 0;
+        pool.close();
     }
 };
 
@@ -898,7 +608,7 @@ void http_transport::set_server_request_handler(server_request_handler handler) 
 }
 
 core::destination http_transport::destination() const {
-    if (!state_->endpoint) return core::remote_destination{};
+    if (!state_->pool.has_endpoint()) return core::remote_destination{};
     auto const& e = state_->ep();
     return core::remote_destination{e.scheme, e.host, e.port};
 }
@@ -908,6 +618,6 @@ std::optional<std::string> http_transport::session_id() const {
     return state_->session.session_id;
 }
 
-std::size_t http_transport::idle_connections() const { return state_->idle_count; }
+std::size_t http_transport::idle_connections() const { return state_->pool.idle_connections(); }
 
 }  // namespace airlock::mcp

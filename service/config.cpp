@@ -51,6 +51,14 @@ env_lookup environment_from(std::map<std::string, std::string> vars) {
 
 std::string_view to_string(upstream_kind k) noexcept { return k == upstream_kind::stdio ? "stdio" : "http"; }
 std::string_view to_string(tool_prefix p) noexcept { return p == tool_prefix::server ? "server" : "none"; }
+std::string_view to_string(provider_kind k) noexcept {
+    switch (k) {
+        case provider_kind::openai: return "openai";
+        case provider_kind::anthropic: return "anthropic";
+        case provider_kind::scripted: return "scripted";
+    }
+    return "openai";
+}
 std::string_view to_string(log_format f) noexcept { return f == log_format::json ? "json" : "text"; }
 std::string_view to_string(log_level l) noexcept {
     switch (l) {
@@ -827,6 +835,22 @@ void read_stdio(reader& r, YAML::Node const& n, std::string const& p, upstream_c
     check_executable(r, o, p);
 }
 
+// `tls: {verify, ca_file}` of an https:// endpoint named `who`.
+void read_tls(reader& r, YAML::Node const& v, std::string const& tp, std::optional<std::string> const& url,
+              std::string const& who, bool& verify_peer, std::optional<std::string>& ca_file) {
+    if (!r.mapping(v, tp, {"verify", "ca_file"})) return;
+    if (url && !lowercase(*url).starts_with("https:")) r.fail("conflicting_fields", tp + " applies only to an https:// url");
+    if (auto const b = v["verify"]) {
+        if (auto verify = r.boolean(b, tp + ".verify")) {
+            verify_peer = *verify;
+            if (!*verify) r.warn(tp + ".verify is false: anyone on the path to " + who + " can read its calls and answer them");
+        }
+    }
+    if (auto const c = v["ca_file"]) {
+        if (auto got = r.file(c, tp + ".ca_file", max_manifest_bytes)) ca_file = got->first.string();
+    }
+}
+
 void read_http(reader& r, YAML::Node const& n, std::string const& p, upstream_config& u) {
     auto& o = u.http;
     o.server_name = u.name;
@@ -872,24 +896,7 @@ void read_http(reader& r, YAML::Node const& n, std::string const& p, upstream_co
             }
         }
     }
-    if (auto const v = n["tls"]) {
-        auto tp = p + ".tls";
-        if (r.mapping(v, tp, {"verify", "ca_file"})) {
-            if (url && !lowercase(*url).starts_with("https:"))
-                r.fail("conflicting_fields", tp + " applies only to an https:// url");
-            if (auto const b = v["verify"]) {
-                if (auto verify = r.boolean(b, tp + ".verify")) {
-                    o.verify_peer = *verify;
-                    if (!*verify)
-                        r.warn(tp + ".verify is false: anyone on the path to " + u.name +
-                               " can read its calls and answer them");
-                }
-            }
-            if (auto const c = v["ca_file"]) {
-                if (auto got = r.file(c, tp + ".ca_file", max_manifest_bytes)) o.ca_file = got->first.string();
-            }
-        }
-    }
+    if (auto const v = n["tls"]) read_tls(r, v, p + ".tls", url, u.name, o.verify_peer, o.ca_file);
 }
 
 std::optional<upstream_config> read_upstream(reader& r, YAML::Node const& n, std::string const& p) {
@@ -1139,6 +1146,118 @@ std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, s
     return pc;
 }
 
+// ── providers ─────────────────────────────────────────────────────────────────────────────────
+
+// Where each kind is reached when base_url is not set: the vendor's public API.
+std::string default_base_url(provider_kind k) {
+    return k == provider_kind::anthropic ? "https://api.anthropic.com" : "https://api.openai.com/v1";
+}
+
+// `api_key: {env: NAME}` or `{file: PATH}`. A key written into the file itself is refused: the
+// file ends up in backups, repositories and `airlock check` output pasted into tickets.
+void read_api_key(reader& r, YAML::Node const& v, std::string const& kp, provider_config& pc) {
+    if (!v.IsMap()) {
+        r.fail("invalid_value", kp + " must be {env: NAME} or {file: PATH}, not " + shape(v) +
+                                    "; an API key written into the configuration ends up wherever the file goes");
+        return;
+    }
+    if (!r.mapping(v, kp, {"env", "file"})) return;
+    auto key = read_secret_value(r, v, kp);
+    if (!key) return;
+    if (key->empty()) {
+        r.fail("empty_field", kp + " names an empty key");
+        return;
+    }
+    // The key is a credential: say what is wrong with it, never what it holds.
+    if (key->find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+        r.fail("invalid_value", kp + " is a key with a line break or NUL byte, which no HTTP header can carry");
+        return;
+    }
+    pc.api_key = std::move(*key);
+    if (auto const e = v["env"]) pc.api_key_env = e.Scalar();
+    if (auto const f = v["file"]) pc.api_key_file = r.resolve(f.Scalar());
+}
+
+void read_http_provider(reader& r, YAML::Node const& n, std::string const& p, provider_config& pc) {
+    if (n["script"]) r.fail("conflicting_fields", p + ".script applies only to scripted providers");
+    std::optional<std::string> url = default_base_url(pc.kind);
+    if (auto const v = n["base_url"]) url = r.text(v, p + ".base_url");
+    if (url) {
+        auto e = mcp::parse_http_url(*url);
+        if (!e) {
+            r.fail("invalid_url", p + ".base_url: " + e.error().message);
+        } else if (e->target.find('?') != std::string::npos) {
+            r.fail("invalid_url", p + ".base_url " + in_quotes(*url) + " has a query; request paths are appended to it");
+        } else {
+            pc.base_url = *url;
+            pc.destination = core::remote_destination{e->scheme, lowercase(e->host), e->port};
+        }
+    }
+    if (auto const v = n["api_key"]) read_api_key(r, v, p + ".api_key", pc);
+    else if (pc.kind == provider_kind::anthropic)
+        r.fail("missing_field", p + ".api_key is required for an anthropic provider ({env: NAME} or {file: PATH})");
+    if (auto const v = n["model"]; !v) {
+        r.fail("missing_field", p + ".model is required (the model asked for when a run names none)");
+    } else if (auto m = r.text(v, p + ".model")) {
+        pc.model = *m;
+    }
+    if (auto const v = n["max_tokens"]) {
+        if (auto m = r.count(v, p + ".max_tokens", 1, 10'000'000)) pc.max_tokens = *m;
+    }
+    if (auto const v = n["deadline"]) {
+        if (auto d = r.duration(v, p + ".deadline", milliseconds(1))) pc.deadline = *d;
+    }
+    if (auto const v = n["max_retries"]) {
+        if (auto m = r.count(v, p + ".max_retries", 0, 10)) pc.max_retries = static_cast<unsigned>(*m);
+    }
+    if (auto const v = n["max_retry_wait"]) {
+        if (auto d = r.duration(v, p + ".max_retry_wait", milliseconds(0))) pc.max_retry_wait = *d;
+    }
+    if (auto const v = n["tls"]) read_tls(r, v, p + ".tls", url, "provider " + pc.name, pc.verify_peer, pc.ca_file);
+}
+
+std::optional<provider_config> read_provider(reader& r, std::string const& name, YAML::Node const& n,
+                                             std::string const& p) {
+    if (!r.mapping(n, p, {"kind", "base_url", "api_key", "model", "max_tokens", "deadline", "max_retries",
+                          "max_retry_wait", "tls", "script"}))
+        return std::nullopt;
+    auto before = r.problems.size();
+    provider_config pc;
+    pc.name = name;
+    if (auto problem = core::tool_id_component_problem(name, p); !problem.empty())
+        r.fail("invalid_name", problem + " (it names the provider in model://KIND/NAME)");
+    auto const k = n["kind"];
+    if (!k) {
+        r.fail("missing_field", p + ".kind is required: openai, anthropic or scripted");
+        return std::nullopt;
+    }
+    auto kind = r.choice(k, p + ".kind", {"openai", "anthropic", "scripted"});
+    if (!kind) return std::nullopt;
+    pc.kind = *kind == "openai" ? provider_kind::openai : *kind == "anthropic" ? provider_kind::anthropic
+                                                                              : provider_kind::scripted;
+    if (pc.kind == provider_kind::scripted) {
+        for (auto key : {"base_url", "api_key", "max_tokens", "deadline", "max_retries", "max_retry_wait", "tls"})
+            if (n[key]) r.fail("conflicting_fields", p + "." + key + " applies only to openai and anthropic providers");
+        pc.destination = core::local_destination{};
+        if (auto const v = n["model"]) {
+            if (auto m = r.text(v, p + ".model")) pc.model = *m;
+        }
+        if (auto const v = n["script"]; !v) r.fail("missing_field", p + ".script is required (the file of turns it plays)");
+        else if (auto got = r.file(v, p + ".script", max_manifest_bytes)) pc.script = got->first;
+    } else {
+        read_http_provider(r, n, p, pc);
+    }
+    if (r.problems.size() != before) return std::nullopt;
+    return pc;
+}
+
+void read_providers(reader& r, YAML::Node const& n, std::vector<provider_config>& out) {
+    auto entries = r.entries(n, "providers");
+    if (!entries) return;
+    for (auto const& [name, value] : *entries)
+        if (auto pc = read_provider(r, name, value, child_path("providers", name))) out.push_back(std::move(*pc));
+}
+
 // ── the file ──────────────────────────────────────────────────────────────────────────────────
 
 template <class T, class Read>
@@ -1204,7 +1323,8 @@ loaded load(fs::path const& file, env_lookup const& env) {
         return v && !v.IsNull() ? v : YAML::Node(YAML::NodeType::Undefined);
     };
     reader r(c.base_dir, env);
-    if (r.mapping(doc, "", {"server", "journal", "signing", "upstreams", "egress", "principals", "logging", "runs"})) {
+    if (r.mapping(doc, "", {"server", "journal", "signing", "upstreams", "egress", "principals", "providers",
+                                 "logging", "runs"})) {
         if (auto const v = section(doc, "server")) read_server(r, v, c.server);
         if (auto const v = section(doc, "journal")) read_journal(r, v, c.journal);
         if (auto const v = section(doc, "signing")) c.signing = read_signing(r, v);
@@ -1216,6 +1336,7 @@ loaded load(fs::path const& file, env_lookup const& env) {
         std::vector<std::size_t> principal_at;
         if (auto const v = section(doc, "principals"))
             read_list(r, v, "principals", c.principals, principal_at, read_principal);
+        if (auto const v = section(doc, "providers")) read_providers(r, v, c.providers);
         if (auto const v = section(doc, "logging")) {
             if (r.mapping(v, "logging", {"level", "format"})) {
                 if (auto const l = v["level"]) {
@@ -1277,6 +1398,11 @@ loaded load(fs::path const& file, env_lookup const& env) {
             if (!c.egress.permits(u.destination))
                 r.warn("upstream " + u.name + ": its destination " + core::to_string(u.destination) +
                        " is not in egress, so every call to it will be refused (add it to egress to allow it)");
+        }
+        for (auto const& pc : c.providers) {
+            if (pc.kind != provider_kind::scripted && !c.egress.permits(pc.destination))
+                r.warn("provider " + pc.name + ": its destination " + core::to_string(pc.destination) +
+                       " is not in egress, so every model call to it will be refused (add it to egress to allow it)");
         }
         for (auto const& pc : c.principals) {
             for (auto const& g : pc.manifest.tools) {
@@ -1457,6 +1583,21 @@ std::string summary(config const& c) {
         else if (p.token_file) o << p.token_file->string() << (p.token.empty() ? " (created at first start)" : "");
         else o << "$" << p.token_env.value_or("?");
         o << (p.trusted ? ", trusted" : ", untrusted") << "\n";
+    }
+    o << "providers   " << c.providers.size() << "\n";
+    for (auto const& pc : c.providers) {
+        o << "  " << pc.name << "  " << to_string(pc.kind) << "  ";
+        if (pc.kind == provider_kind::scripted) {
+            o << "script " << (pc.script ? pc.script->string() : std::string("?"));
+        } else {
+            o << core::to_string(pc.destination) << ", model " << pc.model << ", key ";
+            if (pc.api_key_env) o << "from $" << *pc.api_key_env;
+            else if (pc.api_key_file) o << "from " << pc.api_key_file->string();
+            else o << "none";
+            o << ", deadline " << reader::format_ms(pc.deadline) << ", " << pc.max_retries << " retries"
+              << (c.egress.permits(pc.destination) ? ", egress allowed" : ", egress NOT allowed");
+        }
+        o << "\n";
     }
     o << "logging     " << to_string(c.logging.level) << ", " << to_string(c.logging.format) << "\n";
     o << "runs        at most " << c.runs.max_concurrent_runs << " at once\n";

@@ -97,6 +97,27 @@ struct principal_config {
     bool anonymous = false;   // requests without an Authorization header are served as this principal (no token)
 };
 
+enum class provider_kind { openai, anthropic, scripted };
+
+// A model provider agents can be run with (`providers:` in the file, keyed by name).
+struct provider_config {
+    std::string name;
+    provider_kind kind = provider_kind::openai;
+    std::string base_url;            // openai/anthropic: as configured, else the kind's public endpoint
+    core::destination destination;   // remote{scheme, host, port} of base_url; local for scripted
+    std::string api_key;             // SECRET: the key itself, empty when none is configured
+    std::optional<std::string> api_key_env;  // the variable's name, not its value
+    std::optional<std::filesystem::path> api_key_file;
+    std::string model;               // asked for when a run names no model
+    std::uint64_t max_tokens = 4096;
+    std::chrono::milliseconds deadline{120'000};        // one attempt, connect to the last byte of the answer
+    unsigned max_retries = 2;                           // further attempts after 429 or 5xx
+    std::chrono::milliseconds max_retry_wait{60'000};   // the longest wait before one
+    bool verify_peer = true;
+    std::optional<std::string> ca_file;
+    std::optional<std::filesystem::path> script;  // scripted: the script of turns it plays
+};
+
 enum class log_level { trace, debug, info, warn, error };
 enum class log_format { json, text };
 
@@ -118,6 +139,7 @@ struct config {
     std::vector<upstream_config> upstreams;
     core::egress_allowlist egress;
     std::vector<principal_config> principals;
+    std::vector<provider_config> providers;
     logging_config logging;
     runs_config runs;
     // Valid but probably not what was meant (an upstream egress does not allow, a token file others
@@ -156,6 +178,7 @@ std::optional<std::size_t> parse_size(std::string_view text);
 
 std::string_view to_string(upstream_kind k) noexcept;
 std::string_view to_string(tool_prefix p) noexcept;
+std::string_view to_string(provider_kind k) noexcept;
 std::string_view to_string(log_level l) noexcept;
 std::string_view to_string(log_format f) noexcept;
 

@@ -3,6 +3,7 @@
 
 #include "mcp/stdio_transport.hpp"
 
+#include "tests/support/log_capture.hpp"
 #include "tests/support/run_awaitable.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -16,7 +17,7 @@
 #include <boost/json/serialize.hpp>
 
 #include <catch2/catch.hpp>
-#include <spdlog/sinks/ringbuffer_sink.h>
+
 #include <spdlog/spdlog.h>
 
 #include <signal.h>
@@ -32,6 +33,7 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace airlock::mcp;
 using namespace std::chrono_literals;
+using airlock::testing::log_capture;
 using airlock::testing::run_awaitable;
 using airlock::testing::temp_dir;
 using kind = transport_error::kind;
@@ -157,30 +159,6 @@ std::string describe(transport_result<message> const& r) {
     return std::string(to_string(r.error().what)) + ": " + r.error().detail;
 }
 
-// Captures what airlock logs while it lives.
-class log_capture {
-public:
-    log_capture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(2000)), previous_(spdlog::default_logger()) {
-        sink_->set_pattern("%l %v");
-        auto logger = std::make_shared<spdlog::logger>("capture", sink_);
-        logger->set_level(spdlog::level::info);
-        spdlog::set_default_logger(logger);
-    }
-    ~log_capture() { spdlog::set_default_logger(previous_); }
-    log_capture(log_capture const&) = delete;
-    log_capture& operator=(log_capture const&) = delete;
-
-    std::string text() const {
-        std::string all;
-        for (auto const& line : sink_->last_formatted()) all += line;
-        return all;
-    }
-    bool contains(std::string const& needle) const { return text().find(needle) != std::string::npos; }
-
-private:
-    std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-    std::shared_ptr<spdlog::logger> previous_;
-};
 
 stdio_options everything_options() {
     stdio_options o;

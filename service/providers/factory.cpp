@@ -1,0 +1,32 @@
+#include "service/providers/factory.hpp"
+
+#include "service/providers/anthropic.hpp"
+#include "service/providers/openai.hpp"
+
+namespace airlock::service::providers {
+
+core::result<std::shared_ptr<core::model_provider>> make_provider(boost::asio::any_io_executor exec,
+                                                                  provider_config const& pc,
+                                                                  core::egress_allowlist const& egress) {
+    if (pc.kind == provider_kind::scripted)
+        return core::make_error("unsupported_provider", "providers." + pc.name +
+                                                            ": scripted providers are not part of this build yet");
+    provider_settings s;
+    s.name = pc.name;
+    s.model = pc.model;
+    s.api_key = pc.api_key;
+    s.max_tokens = pc.max_tokens;
+    s.http.base_url = pc.base_url;
+    s.http.verify_peer = pc.verify_peer;
+    s.http.ca_file = pc.ca_file;
+    s.http.deadline = pc.deadline;
+    s.http.connect_timeout = std::min(s.http.connect_timeout, pc.deadline);
+    s.http.max_retries = pc.max_retries;
+    s.http.max_retry_wait = pc.max_retry_wait;
+    s.http.egress = egress;
+    auto wire = pc.kind == provider_kind::anthropic ? anthropic_wire() : openai_wire();
+    std::shared_ptr<core::model_provider> p = std::make_shared<http_provider>(std::move(exec), std::move(s), std::move(wire));
+    return p;
+}
+
+}  // namespace airlock::service::providers
