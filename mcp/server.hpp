@@ -34,7 +34,8 @@ struct request_context {
     // request's SSE stream over HTTP, on stdout over stdio. Never blocks the backend for long.
     std::function<boost::asio::awaitable<void>(notification)> notify;
     // Sends a request to the client (sampling/createMessage, elicitation/create, roots/list) and
-    // returns its answer; fails with an error_object when the client refused or went away.
+    // returns its answer; fails with an error_object when the client refused or went away. A
+    // 2026-07-28 client is asked through an InputRequiredResult and answers in its retry (MRTR).
     std::function<boost::asio::awaitable<handler_result>(std::string method, boost::json::object params)> ask_client;
     // Emitted when the client cancels this request (notifications/cancelled, or a closed modern
     // stream); backends bind it to the work they do on the client's behalf.

@@ -59,6 +59,8 @@ struct server_config {
     std::vector<std::string> allowed_hosts;    // Host header values, lowercased; empty: the endpoint's default
     std::vector<std::string> trusted_proxies;  // IP addresses in canonical text form
     std::chrono::milliseconds drain_grace{10'000};
+    // How long a 2026-07-28 request that asked its caller something waits for the retry (MRTR).
+    std::chrono::milliseconds input_request_ttl{300'000};
 };
 
 struct signing_config {

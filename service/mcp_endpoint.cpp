@@ -1,6 +1,8 @@
 #include "service/mcp_endpoint.hpp"
 
 #include "mcp/era.hpp"
+#include "mcp/mrtr.hpp"
+#include "core/sha256.hpp"
 #include "mcp/sse.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -246,12 +248,36 @@ struct outgoing {
     bool final = false;     // the response to the request: nothing follows
     bool suppress = false;  // final, but the request was cancelled: the client gets no response
     unsigned status = 200;  // the HTTP status when the final message is the whole reply
+    bool input_required = false;  // modern: questions wait for the client; the reader ends the round
 };
 
 using event_channel = asio::experimental::concurrent_channel<void(error_code, outgoing)>;
 using answer_channel = asio::experimental::concurrent_channel<void(error_code, std::shared_ptr<mcp::handler_result>)>;
 
 struct session;
+
+// Modern (2026-07-28) requests reach their client only through InputRequiredResults (MRTR): the
+// request keeps running while the client answers, and a retry carrying the answers and the
+// requestState continues it. Guarded by impl::mutex.
+struct input_state {
+    struct question {
+        std::string method;
+        json::object params;
+        std::shared_ptr<answer_channel> answer;
+    };
+    std::map<std::string, question> open;  // key → a question the client has not answered yet
+    std::optional<json::object> prefill;   // inputResponses sent with the first attempt (no requestState)
+    std::uint64_t next_key = 1;
+    std::uint64_t round = 0;               // InputRequiredResults issued so far
+    std::string pending_id;                // the key of pending_inputs once parked
+    std::string digest;                    // mrtr::request_digest of the original request
+    mcp::request_id reply_id;              // the id the next reply carries: the latest attempt's
+    bool marker_queued = false;            // an input_required marker is on its way to the reader
+    bool parked = false;                   // an InputRequiredResult went out; no reader until the retry
+    bool final_sent = false;               // the backend's result went to a reader
+    std::optional<mcp::handler_result> parked_final;  // the result, when it came while parked
+    std::shared_ptr<asio::steady_timer> expiry;
+};
 
 // One client request being served.
 struct exchange {
@@ -269,6 +295,13 @@ struct exchange {
     // Modern: a capability the request turned out to need that the client did not declare; the
     // request then ends with -32021 whatever the backend makes of the refusal. Guarded by impl::mutex.
     std::optional<std::string> missing_capability;
+    // Modern requests that may end in an InputRequiredResult: the request id and params (the
+    // requestState is bound to them), and the MRTR state once the backend asks something.
+    mcp::request_id id;
+    std::optional<json::object> mrtr_params;
+    std::optional<json::object> mrtr_prefill;
+    std::unique_ptr<input_state> input;  // guarded by impl::mutex
+    std::atomic<bool> parked{false};     // mirrors input->parked for the notification path
 };
 
 struct pending_ask {
@@ -370,9 +403,23 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     std::map<std::string, std::shared_ptr<session>> sessions;
     std::set<std::shared_ptr<listen_stream>> subscriptions;  // modern listen streams
     clock_type::time_point last_sweep{};
+    std::map<std::string, std::shared_ptr<exchange>> pending_inputs;  // parked MRTR requests by pending id
+    std::optional<mcp::mrtr::state_sealer> sealer;
 
     impl(std::shared_ptr<mcp::server_backend> b, mcp_endpoint_options o) : backend(std::move(b)), options(std::move(o)) {
         configure(options.listen_host, options.listen_port, options.unix_socket);
+        // A fresh key per process: requestStates are only good where their request is pending.
+        std::array<std::uint8_t, 32> key{};
+        random_bytes(key.data(), key.size());
+        sealer.emplace(key);
+    }
+
+    void random_bytes(std::uint8_t* out, std::size_t n) const {
+        if (options.random) {
+            options.random(out, n);
+        } else if (RAND_bytes(out, static_cast<int>(n)) != 1) {
+            throw std::runtime_error("RAND_bytes failed");
+        }
     }
 
     void configure(std::string const& host, std::uint16_t port, bool unix_socket) {
@@ -547,6 +594,13 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 }
             }
         }
+        {
+            std::lock_guard lock(mutex);
+            if (ex->input) {
+                for (auto& [k, q] : ex->input->open) waiting.push_back(q.answer);
+                ex->input->open.clear();
+            }
+        }
         for (auto& a : waiting) a->try_send(asio::error::operation_aborted, nullptr);
         if (!waiting.empty()) spdlog::debug("mcp: {} question(s) to the client failed: {}", waiting.size(), why);
     }
@@ -565,7 +619,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     static asio::awaitable<void> async_notify(std::weak_ptr<exchange> w, mcp::notification n) {
         auto ex = w.lock();
-        if (!ex || ex->gone || ex->cancelled) co_return;
+        // A parked request has no reader until its retry: what it says meanwhile is dropped.
+        if (!ex || ex->gone || ex->cancelled || ex->parked) co_return;
         outgoing o;
         o.json = mcp::serialize(n);
         co_await ex->events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
@@ -588,7 +643,10 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 }
                 co_return mcp::handler_result(mcp_rules::missing_client_capability(*cap));
             }
-            co_return refuse("2026-07-28 clients are asked through input requests (MRTR), which airlock does not relay");
+            if (!mcp::mrtr::allows_input_required(ex->method))
+                co_return refuse(method + " cannot be asked during " + ex->method +
+                                 ": protocol 2026-07-28 asks clients only during tools/call, prompts/get and resources/read");
+            co_return co_await async_ask_modern(std::move(self), std::move(ex), std::move(method), std::move(params));
         }
         auto s = ex->owner.lock();
         if (!s) co_return refuse("the session has ended");
@@ -622,6 +680,67 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         co_return std::move(*result);
     }
 
+    // A question during a modern request becomes an input request of the request's next
+    // InputRequiredResult; the answer comes with the retry (or came ahead, in inputResponses).
+    static asio::awaitable<mcp::handler_result> async_ask_modern(std::shared_ptr<impl> self, std::shared_ptr<exchange> ex,
+                                                                 std::string method, json::object params) {
+        auto refuse = [](std::string why) {
+            return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, std::move(why), std::nullopt});
+        };
+        auto hint = mcp::mrtr::take_key_hint(params);
+        auto cap = mcp_rules::client_capability_for(method);
+        auto answer = std::make_shared<answer_channel>(ex->exec, 1);
+        std::string key;
+        std::optional<json::object> ahead;
+        bool send_marker = false;
+        {
+            std::lock_guard lock(self->mutex);
+            if (ex->gone || ex->cancelled) co_return refuse("the client can no longer be asked (the request ended)");
+            if (!ex->input) {
+                ex->input = std::make_unique<input_state>();
+                ex->input->reply_id = ex->id;
+                ex->input->prefill = std::move(ex->mrtr_prefill);
+            }
+            auto& in = *ex->input;
+            if (hint && !in.open.contains(*hint)) {
+                key = *hint;
+            } else {
+                do key = std::string(cap ? *cap : "input") + "-" + std::to_string(in.next_key++);
+                while (in.open.contains(key));
+            }
+            if (in.prefill) {
+                if (auto it = in.prefill->find(key); it != in.prefill->end()) {
+                    // An answer the client gave ahead of the question counts when it fits; one that
+                    // does not is dropped and the question asked properly.
+                    if (!mcp::mrtr::check_input_response(method, it->value(), key)) ahead = it->value().as_object();
+                    in.prefill->erase(it);
+                }
+            }
+            if (!ahead) {
+                if (in.open.size() >= self->options.max_questions)
+                    co_return refuse("too many questions to the client are open in this request");
+                in.open[key] = input_state::question{method, std::move(params), answer};
+                if (!in.marker_queued) send_marker = in.marker_queued = true;
+            }
+        }
+        if (ahead) co_return mcp::handler_result(std::move(*ahead));
+        spdlog::debug("mcp: {} {} asks the client {} as input request '{}'", ex->method, ex->key, method, key);
+        if (send_marker) {
+            outgoing o;
+            o.input_required = true;
+            co_await ex->events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
+        }
+        auto [rec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
+        {
+            std::lock_guard lock(self->mutex);
+            if (ex->input)
+                if (auto it = ex->input->open.find(key); it != ex->input->open.end() && it->second.answer == answer)
+                    ex->input->open.erase(it);
+        }
+        if (rec || !result) co_return refuse("the client did not answer: the request was cancelled or its requestState lapsed");
+        co_return std::move(*result);
+    }
+
     // Routes a client's answer to the question that is waiting for it.
     void route_answer(std::shared_ptr<session> const& s, mcp::message const& m) {
         auto id = mcp::id_of(m);
@@ -646,6 +765,21 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         answer->try_send(error_code{}, std::move(r));
     }
 
+    // The response that ends a request, as its era writes it.
+    static outgoing final_message(mcp::era e, std::string const& method, mcp::request_id const& id, mcp::handler_result result) {
+        outgoing o;
+        o.final = true;
+        if (result) {
+            auto obj = std::move(*result);
+            if (e == mcp::era::modern) mcp_rules::decorate_modern_result(method, obj);
+            o.json = mcp::serialize(mcp::response{id, std::move(obj)});
+        } else {
+            o.status = mcp::http_status_for(e, result.error().code);
+            o.json = mcp::serialize(mcp::error_response{id, std::move(result.error())});
+        }
+        return o;
+    }
+
     static asio::awaitable<void> run_backend(std::shared_ptr<impl> self, std::shared_ptr<exchange> ex, mcp::request r) {
         auto id = r.id;
         auto e = ex->ctx.client_era;
@@ -656,11 +790,13 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             spdlog::error("mcp: {} failed with an internal error: {}", ex->method, x.what());
             result = mcp::error_object{mcp::rpc_code::internal_error, "Internal error", std::nullopt};
         }
+        bool asked = false;
         if (e == mcp::era::modern) {
             std::optional<std::string> missing;
             {
                 std::lock_guard lock(self->mutex);
                 missing = ex->missing_capability;
+                asked = ex->input != nullptr;
             }
             if (missing) {
                 result = mcp_rules::missing_client_capability(*missing);
@@ -670,17 +806,21 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 result = std::move(err);
             }
         }
-        outgoing o;
-        o.final = true;
-        o.suppress = ex->cancelled;
-        if (result) {
-            auto obj = std::move(*result);
-            if (e == mcp::era::modern) mcp_rules::decorate_modern_result(ex->method, obj);
-            o.json = mcp::serialize(mcp::response{id, std::move(obj)});
-        } else {
-            o.status = mcp::http_status_for(e, result.error().code);
-            o.json = mcp::serialize(mcp::error_response{id, std::move(result.error())});
+        if (asked) {
+            // After a round of questions the reply carries the latest attempt's id; while parked
+            // there is no reader, and the result waits for the retry.
+            std::lock_guard lock(self->mutex);
+            auto& in = *ex->input;
+            in.final_sent = true;
+            if (in.parked) {
+                in.parked_final = std::move(result);
+                co_return;
+            }
+            id = in.reply_id;
+            if (!in.pending_id.empty()) self->pending_inputs.erase(in.pending_id);
         }
+        outgoing o = final_message(e, ex->method, id, std::move(result));
+        o.suppress = ex->cancelled;
         if (auto s = ex->owner.lock()) {
             std::lock_guard lock(self->mutex);
             if (auto it = s->in_flight.find(ex->key); it != s->in_flight.end() && it->second.lock() == ex) s->in_flight.erase(it);
@@ -696,6 +836,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         std::string version;
         json::object capabilities;
         std::shared_ptr<session> owner;  // legacy
+        std::optional<json::object> prefill;  // modern: inputResponses on a first attempt
     };
 
     // Serves a request through the backend, answering with JSON when the backend finishes before
@@ -725,11 +866,23 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             std::lock_guard lock(mutex);
             setup.owner->in_flight[ex->key] = ex;
         }
+        if (setup.e == mcp::era::modern && mcp::mrtr::allows_input_required(r.method)) {
+            ex->id = r.id;
+            ex->mrtr_params = r.params ? *r.params : json::object{};
+            ex->mrtr_prefill = std::move(setup.prefill);
+        }
 
         auto task = run_backend(self, ex, std::move(r));
         asio::co_spawn(exec, std::move(task), asio::detached);
+        co_return co_await reply(version, std::move(ex));
+    }
 
-        auto [ec, first] = co_await ex->events.async_receive(as_tuple(use_awaitable));
+    // Answers the HTTP request that is the exchange's current reader: JSON when the first thing
+    // it has to say is its final message, SSE otherwise.
+    asio::awaitable<http_reply> reply(unsigned version, std::shared_ptr<exchange> ex) {
+        auto exec = co_await asio::this_coro::executor;
+        auto self = shared_from_this();
+        auto [ec, first] = co_await async_next(self, ex);
         if (ec) {
             // The server cancelled the wait: the client left before anything was ready.
             client_gone(ex);
@@ -780,7 +933,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             auto event = sse_event(std::move(item.json), next_id());
             if (!co_await send(std::move(event))) co_return;
             if (item.final) break;
-            auto [ec, o] = co_await ex->events.async_receive(as_tuple(use_awaitable));
+            auto [ec, o] = co_await async_next(self, ex);
             if (ec) {
                 // Closed because the client left; make sure the stream ends if it has not.
                 body->try_send(asio::error::connection_aborted, std::string());
@@ -789,6 +942,171 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             item = std::move(o);
         }
         body->try_send(asio::error::eof, std::string());
+    }
+
+    // The next message of a request for its reader. An input_required marker ends the round with
+    // an InputRequiredResult when questions are still open by then, and is skipped otherwise.
+    static asio::awaitable<std::tuple<error_code, outgoing>> async_next(std::shared_ptr<impl> self,
+                                                                         std::shared_ptr<exchange> ex) {
+        for (;;) {
+            auto [ec, o] = co_await ex->events.async_receive(as_tuple(use_awaitable));
+            if (ec || !o.input_required) co_return std::make_tuple(ec, std::move(o));
+            auto round = co_await self->async_end_round(ex);
+            if (round) co_return std::make_tuple(error_code{}, std::move(*round));
+        }
+    }
+
+    asio::awaitable<std::optional<outgoing>> async_end_round(std::shared_ptr<exchange> ex) {
+        // Questions an upstream asks together (concurrent requests) belong in one round.
+        asio::steady_timer gather(co_await asio::this_coro::executor, options.input_gather);
+        co_await gather.async_wait(as_tuple(use_awaitable));
+        std::optional<outgoing> out;
+        bool full = false;
+        {
+            std::lock_guard lock(mutex);
+            auto& in = *ex->input;
+            in.marker_queued = false;
+            if (in.final_sent || in.open.empty() || ex->cancelled || ex->gone) co_return std::nullopt;
+            if (in.pending_id.empty()) {
+                if (pending_inputs.size() >= options.max_pending_inputs) {
+                    full = true;
+                } else {
+                    std::uint8_t b[16];
+                    random_bytes(b, sizeof b);
+                    in.pending_id = core::to_hex(b, sizeof b);
+                    in.digest = mcp::mrtr::request_digest(ex->method, ex->mrtr_params ? *ex->mrtr_params : json::object{});
+                    ex->mrtr_params.reset();
+                }
+            }
+            if (!full) {
+                json::object requests;
+                for (auto const& [key, q] : in.open) requests[key] = json::object{{"method", q.method}, {"params", q.params}};
+                ++in.round;
+                auto lapse = std::chrono::ceil<std::chrono::seconds>(options.input_request_ttl);
+                auto expires = std::chrono::duration_cast<std::chrono::seconds>(
+                                   std::chrono::system_clock::now().time_since_epoch() + lapse).count();
+                mcp::mrtr::request_state st{in.pending_id, in.round, expires};
+                auto state = sealer->seal(st, ex->ctx.principal, in.digest);
+                in.parked = true;
+                ex->parked = true;
+                pending_inputs[in.pending_id] = ex;
+                in.expiry = std::make_shared<asio::steady_timer>(ex->exec, options.input_request_ttl);
+                auto expire = async_expire(shared_from_this(), ex, in.expiry, in.round);
+                asio::co_spawn(ex->exec, std::move(expire), asio::detached);
+                auto result = mcp::mrtr::input_required_result(std::move(requests), std::move(state));
+                out = final_message(mcp::era::modern, ex->method, in.reply_id, std::move(result));
+                spdlog::info("mcp: {} {} of '{}' waits for {} answer(s) from the client (round {})", ex->method, ex->key,
+                             ex->ctx.principal, in.open.size(), in.round);
+            }
+        }
+        if (full) {
+            spdlog::warn("mcp: {} requests already wait for client input; {} {} refused", options.max_pending_inputs,
+                         ex->method, ex->key);
+            mcp::error_object err{mcp::rpc_code::internal_error, "too many requests are waiting for client input; retry later",
+                                  std::nullopt};
+            mcp::request_id id;
+            {
+                std::lock_guard lock(mutex);
+                id = ex->input->reply_id;
+            }
+            cancel(ex);
+            out = final_message(mcp::era::modern, ex->method, id, std::move(err));
+        }
+        co_return out;
+    }
+
+    // A parked request whose requestState lapsed unanswered is cancelled (so is its upstream call).
+    static asio::awaitable<void> async_expire(std::shared_ptr<impl> self, std::shared_ptr<exchange> ex,
+                                              std::shared_ptr<asio::steady_timer> timer, std::uint64_t round) {
+        auto [ec] = co_await timer->async_wait(as_tuple(use_awaitable));
+        if (ec) co_return;
+        {
+            std::lock_guard lock(self->mutex);
+            auto& in = *ex->input;
+            if (!in.parked || in.round != round) co_return;
+            self->pending_inputs.erase(in.pending_id);
+            in.parked_final.reset();
+        }
+        spdlog::info("mcp: {} {} of '{}': no retry came with the answers in time; cancelled", ex->method, ex->key,
+                     ex->ctx.principal);
+        self->cancel(ex);
+    }
+
+    // A retry carrying a requestState: the answers go to the waiting questions, and this HTTP
+    // request becomes the pending request's reader.
+    asio::awaitable<http_reply> resume(unsigned v, mcp::request const& r, std::string const& principal,
+                                       std::optional<json::object> responses) {
+        auto refuse = [&](std::string why) {
+            return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
+                             mcp::rpc_code::invalid_params, "Invalid params: " + std::move(why), v);
+        };
+        auto const& params = *r.params;
+        auto const& text = params.at("requestState");
+        if (!text.is_string()) co_return refuse("params.requestState must be a string");
+        auto digest = mcp::mrtr::request_digest(r.method, params);
+        auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+        auto st = sealer->open(text.get_string(), principal, digest, now);
+        if (!st) co_return refuse(st.error().message);
+
+        std::shared_ptr<exchange> ex;
+        std::vector<std::pair<std::shared_ptr<answer_channel>, json::object>> answers;
+        std::optional<mcp::handler_result> done;
+        bool marker = false;
+        {
+            std::lock_guard lock(mutex);
+            auto it = pending_inputs.find(st->pending);
+            if (it == pending_inputs.end())
+                co_return refuse("params.requestState refers to a request that is no longer pending (it ended, "
+                                 "was cancelled or lapsed); send the request again without it");
+            ex = it->second;
+            auto& in = *ex->input;
+            if (!in.parked || in.round != st->round)
+                co_return refuse("params.requestState is stale: a later round of this request was issued, or "
+                                 "another retry is using it");
+            // Every answer is checked before any is given: a bad one leaves the round as it was.
+            if (responses)
+                for (auto const& [key, q] : in.open)
+                    if (auto const* a = responses->if_contains(key))
+                        if (auto why = mcp::mrtr::check_input_response(q.method, *a, "params.inputResponses." + std::string(key)))
+                            co_return refuse(*why);
+            in.parked = false;
+            ex->parked = false;
+            in.reply_id = r.id;
+            if (in.expiry) in.expiry->cancel();
+            if (responses)
+                for (auto q = in.open.begin(); q != in.open.end();) {
+                    auto const* a = responses->if_contains(q->first);
+                    if (!a) {
+                        ++q;
+                        continue;
+                    }
+                    answers.emplace_back(q->second.answer, a->as_object());
+                    q = in.open.erase(q);
+                }
+            if (in.parked_final) {
+                done = std::move(in.parked_final);
+                in.parked_final.reset();
+                pending_inputs.erase(it);
+            } else if (!in.open.empty() && !in.marker_queued) {
+                // Questions left unanswered are asked again in the next round (with any new ones).
+                in.marker_queued = true;
+                marker = true;
+            }
+        }
+        if (marker) {
+            outgoing o;
+            o.input_required = true;
+            ex->events.try_send(error_code{}, std::move(o));
+        }
+        for (auto& [channel, answer] : answers) {
+            auto result = std::make_shared<mcp::handler_result>(std::move(answer));
+            channel->try_send(error_code{}, std::move(result));
+        }
+        if (done) {
+            auto o = final_message(mcp::era::modern, ex->method, r.id, std::move(*done));
+            co_return rpc_json(o.status, std::move(o.json), v);
+        }
+        co_return co_await reply(v, std::move(ex));
     }
 
     // Sends an SSE comment whenever a stream has been quiet for a while, until the timer is
@@ -1077,7 +1395,20 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             co_return rpc_json(200, mcp::serialize(mcp::response{r.id, mcp_rules::discover_result(*backend, principal)}), v);
         if (r.method == "subscriptions/listen") co_return co_await listen(v, r, principal);
 
-        request_setup setup{principal, mcp::era::modern, meta->protocol_version, meta->client_capabilities, nullptr};
+        std::optional<json::object> prefill;
+        if (mcp::mrtr::allows_input_required(r.method) && r.params &&
+            (r.params->contains("inputResponses") || r.params->contains("requestState"))) {
+            auto responses = mcp::mrtr::input_responses_of(*r.params);
+            if (!responses)
+                co_return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
+                                    mcp::rpc_code::invalid_params, "Invalid params: " + responses.error().message, v);
+            if (r.params->contains("requestState")) co_return co_await resume(v, r, principal, std::move(*responses));
+            // No requestState: a first attempt, whose answers count for the questions they name.
+            prefill = std::move(*responses);
+            r.params->erase("inputResponses");
+        }
+        request_setup setup{principal, mcp::era::modern, meta->protocol_version, meta->client_capabilities, nullptr,
+                            std::move(prefill)};
         co_return co_await serve_request(v, std::move(r), std::move(setup));
     }
 
@@ -1114,6 +1445,13 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             subs.assign(subscriptions.begin(), subscriptions.end());
             subscriptions.clear();
         }
+        std::vector<std::shared_ptr<exchange>> parked;
+        {
+            std::lock_guard lock(mutex);
+            for (auto& [id, ex] : pending_inputs) parked.push_back(ex);
+            pending_inputs.clear();
+        }
+        for (auto& ex : parked) cancel(ex);
         for (auto& ls : subs)
             end_listen_stream(ls, sse_event(mcp::serialize(mcp::response{*ls->subscription, mcp_rules::subscription_completed(*ls->subscription)})));
         for (auto& s : all) finish_session(s, "server shutting down");

@@ -58,6 +58,14 @@ struct mcp_endpoint_options {
     std::chrono::milliseconds sse_retry{1'000};             // the `retry:` a legacy priming event carries
     std::size_t stream_buffer = 256;  // events queued for a slow notification stream before some are dropped
 
+    // Multi round-trip requests (2026-07-28 InputRequiredResult): a modern request whose backend
+    // asks the client something is answered with the questions and a requestState; it stays
+    // running, in this process, until a retry brings the answers or the state lapses.
+    std::chrono::milliseconds input_request_ttl{300'000};  // how long a requestState stays good
+    std::chrono::milliseconds input_gather{25};  // after a first question, how long to wait for more in the same round
+    std::size_t max_pending_inputs = 1024;       // requests parked waiting for answers, over all clients
+    std::size_t max_questions = 16;              // open questions per request
+
     std::function<void(std::uint8_t*, std::size_t)> random;             // CSPRNG for session ids; RAND_bytes when empty
     std::function<std::chrono::steady_clock::time_point()> clock;       // for idle expiry; steady_clock when empty
 };

@@ -239,6 +239,7 @@ int run_serve(std::vector<std::string> const& args) {
     mcp_endpoint_options eo;
     eo.allowed_hosts = c->server.allowed_hosts;
     eo.allowed_origins = c->server.allowed_origins;
+    eo.input_request_ttl = c->server.input_request_ttl;
     eo.authenticate = token_authenticator(*c);
     for (auto const& p : c->principals) eo.allow_anonymous = eo.allow_anonymous || p.anonymous;
     auto endpoint = std::make_shared<mcp_endpoint>(sc->gw, eo);

@@ -7,6 +7,7 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -39,6 +40,8 @@ spec:
       mutates: false
     - ref: tool://everything/echo
       mutates: false
+    - ref: tool://everything/trigger.sampling.request
+      mutates: false
   budgets: {}
 )";
         std::ofstream(config) << "journal: { dir: journal }\n"
@@ -64,15 +67,58 @@ void check_client_output(command_result const& r) {
     REQUIRE(r.exit_code == 0);
     auto out = boost::json::parse(r.out).as_object();
     auto const& tools = out.at("tools").as_array();
-    REQUIRE(tools.size() == 2);
+    REQUIRE(tools.size() == 3);
     CHECK(tools[0] == "everything__echo");
     CHECK(tools[1] == "everything__get-sum");
+    CHECK(tools[2] == "everything__trigger-sampling-request");
     CHECK(out.at("sum") == "The sum of 2 and 3 is 5.");
     CHECK(out.at("denied").at("isError") == true);
     CHECK(out.at("denied").at("text") == "not permitted");
 }
 
+// A 2026-07-28 POST to /mcp as alice: the body's params get the _meta every modern request carries.
+raw_response modern_post(std::uint16_t port, std::string const& method, std::string const& name, std::string const& params) {
+    std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                       R"("io.modelcontextprotocol/clientCapabilities":{"sampling":{}},)"
+                       R"("io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"}})";
+    auto body = R"({"jsonrpc":"2.0","id":1,"method":")" + method + R"(","params":{)" + params + meta + "}}";
+    return raw_http(port, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nAuthorization: Bearer " + token +
+                              "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                              "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " + method + "\r\nMcp-Name: " + name +
+                              "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
 }  // namespace
+
+TEST_CASE("a 2026-07-28 caller answers an upstream's sampling question through an InputRequiredResult and its retry") {
+    deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    std::string call = R"("name":"everything__trigger-sampling-request","arguments":{"prompt":"capital of France?"},)";
+    auto first = modern_post(port, "tools/call", "everything__trigger-sampling-request", call);
+    INFO(first.body);
+    REQUIRE(first.status == 200);
+    auto result = boost::json::parse(first.body).at("result").as_object();
+    REQUIRE(result.at("resultType") == "input_required");
+    auto const& requests = result.at("inputRequests").as_object();
+    REQUIRE(requests.size() == 1);
+    auto const& [key, question] = *requests.begin();
+    CHECK(question.at("method") == "sampling/createMessage");
+    CHECK_THAT(std::string(question.at("params").at("messages").at(0).at("content").at("text").as_string()),
+               Catch::Contains("capital of France?"));
+
+    auto answer = R"("inputResponses":{")" + std::string(key) +
+                  R"(":{"role":"assistant","content":{"type":"text","text":"Paris"},"model":"e2e-model","stopReason":"endTurn"}},)" +
+                  R"("requestState":)" + boost::json::serialize(result.at("requestState")) + ",";
+    auto retry = modern_post(port, "tools/call", "everything__trigger-sampling-request", call + answer);
+    INFO(retry.body);
+    REQUIRE(retry.status == 200);
+    auto done = boost::json::parse(retry.body).at("result").as_object();
+    CHECK(done.at("resultType") == "complete");
+    CHECK_THAT(std::string(done.at("content").at(0).at("text").as_string()), Catch::Contains("Paris"));
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(20s) == 0);
+}
 
 TEST_CASE("the SDK client lists and calls granted tools through airlock serve, and the journal verifies") {
     deployment d;

@@ -528,6 +528,138 @@ TEST_CASE("a modern request that needs a capability the client did not declare e
     CHECK(body_json(r).at("error").at("data").at("requiredCapabilities") == json::parse(R"({"sampling":{}})"));
 }
 
+namespace {
+
+std::string const sampling_meta =
+    R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},)"
+    R"("io.modelcontextprotocol/clientInfo":{"name":"raw-test","version":"1"}})";
+
+// A modern tools/call of "ask" (a sampling question), with extra params (inputResponses, requestState).
+std::string modern_ask(int id, std::string const& prompt, std::string const& extra = "") {
+    return R"({"jsonrpc":"2.0","id":)" + std::to_string(id) + R"(,"method":"tools/call","params":{"name":"ask","arguments":{"prompt":")" +
+           prompt + R"("},)" + extra + sampling_meta + "}}";
+}
+
+std::string const sampled_answer =
+    R"({"role":"assistant","content":{"type":"text","text":"42"},"model":"test-model","stopReason":"endTurn"})";
+
+// The retry's extra params: the answer under `key` and the requestState of `first`.
+std::string retry_params(json::object const& first, std::string const& key, std::string const& answer = sampled_answer) {
+    return R"("inputResponses":{")" + key + R"(":)" + answer + R"(},"requestState":)" +
+           json::serialize(first.at("requestState")) + ",";
+}
+
+http_reply_text post_ask(endpoint_fixture const& f, int id, std::string const& prompt, std::string const& extra = "",
+                         std::string const& bearer = token) {
+    return f.post(modern_ask(id, prompt, extra), modern_headers("tools/call", "ask"), bearer);
+}
+
+// The InputRequiredResult of a first attempt at asking `prompt`.
+json::object first_round(endpoint_fixture const& f, std::string const& prompt = "x") {
+    auto r = body_json(post_ask(f, 1, prompt)).at("result").as_object();
+    REQUIRE(r.at("resultType") == "input_required");
+    return r;
+}
+
+// The call completed with the answer sampled_answer gives.
+bool answered(http_reply_text const& r) {
+    auto reply = body_json(r);
+    auto const* result = reply.if_contains("result");
+    return result && result->at("content").at(0).at("text") == "the model said: 42";
+}
+
+}  // namespace
+
+TEST_CASE("a 2026-07-28 caller asked a question gets an InputRequiredResult, and its retry with the answer completes the call") {
+    endpoint_fixture f;
+    auto first = post_ask(f, 1, "6*7?");
+    REQUIRE(first.status == 200);
+    auto result = body_json(first).at("result").as_object();
+    CHECK(body_json(first).at("id") == 1);
+    CHECK(result.at("resultType") == "input_required");
+    REQUIRE(result.at("inputRequests").as_object().size() == 1);
+    auto const& [key, question] = *result.at("inputRequests").as_object().begin();
+    CHECK(key == "sampling-1");
+    CHECK(question.at("method") == "sampling/createMessage");
+    CHECK(question.at("params").at("messages").at(0).at("content").at("text") == "6*7?");
+    REQUIRE(result.at("requestState").is_string());
+
+    auto retry = post_ask(f, 2, "6*7?", retry_params(result, std::string(key)));
+    REQUIRE(retry.status == 200);
+    CHECK(body_json(retry).at("id") == 2);
+    CHECK(body_json(retry).at("result").at("resultType") == "complete");
+    CHECK(answered(retry));
+}
+
+TEST_CASE("a tampered requestState is refused with -32602, and the untampered one still completes the call") {
+    endpoint_fixture f;
+    auto first = first_round(f);
+    auto tampered = first;
+    tampered["requestState"] = std::string(first.at("requestState").as_string()) + "-TAMPERED";
+    auto refused = post_ask(f, 2, "x", retry_params(tampered, "sampling-1"));
+    CHECK(error_code_of(refused) == -32602);
+    CHECK_THAT(std::string(body_json(refused).at("error").at("message").as_string()), Catch::Contains("requestState"));
+
+    auto ok = post_ask(f, 3, "x", retry_params(first, "sampling-1"));
+    CHECK(answered(ok));
+}
+
+TEST_CASE("a requestState is refused on another request and from another caller") {
+    endpoint_fixture f;
+    auto first = first_round(f);
+    auto other_args = post_ask(f, 2, "y", retry_params(first, "sampling-1"));
+    CHECK(error_code_of(other_args) == -32602);
+    auto other_caller = post_ask(f, 3, "x", retry_params(first, "sampling-1"), other_token);
+    CHECK(error_code_of(other_caller) == -32602);
+}
+
+TEST_CASE("a retry without the answer is asked the same question again under a new requestState") {
+    endpoint_fixture f;
+    auto first = first_round(f);
+    std::string no_answer = R"("inputResponses":{"unrelated":{"action":"cancel"}},"requestState":)" +
+                            json::serialize(first.at("requestState")) + ",";
+    auto again = body_json(post_ask(f, 2, "x", no_answer)).at("result").as_object();
+    CHECK(again.at("resultType") == "input_required");
+    CHECK(again.at("inputRequests").as_object().contains("sampling-1"));
+    CHECK(again.at("requestState") != first.at("requestState"));
+    // The first round's state is spent.
+    auto stale = post_ask(f, 3, "x", retry_params(first, "sampling-1"));
+    CHECK(error_code_of(stale) == -32602);
+    auto done = post_ask(f, 4, "x", retry_params(again, "sampling-1"));
+    CHECK(answered(done));
+}
+
+TEST_CASE("an answer that does not fit its question is refused naming the field, and the round stays open") {
+    endpoint_fixture f;
+    auto first = first_round(f);
+    auto bad = post_ask(f, 2, "x", retry_params(first, "sampling-1", R"({"role":"assistant","content":{}})"));
+    CHECK(error_code_of(bad) == -32602);
+    CHECK_THAT(std::string(body_json(bad).at("error").at("message").as_string()),
+               Catch::Contains("params.inputResponses.sampling-1.model must be a string"));
+    auto null_responses = post_ask(f, 3, "x", R"("inputResponses":null,)");
+    CHECK(error_code_of(null_responses) == -32602);
+    auto ok = post_ask(f, 4, "x", retry_params(first, "sampling-1"));
+    CHECK(answered(ok));
+}
+
+TEST_CASE("an answer given ahead of the question completes a 2026-07-28 call in one round trip") {
+    endpoint_fixture f;
+    std::string ahead = R"("inputResponses":{"sampling-1":)" + sampled_answer + "},";
+    auto r = post_ask(f, 1, "x", ahead);
+    CHECK(body_json(r).at("result").at("resultType") == "complete");
+    CHECK(answered(r));
+}
+
+TEST_CASE("a request left waiting for answers past its requestState's lifetime is cancelled") {
+    auto o = test_options();
+    o.input_request_ttl = 1s;
+    endpoint_fixture f(o);
+    auto first = first_round(f);
+    std::this_thread::sleep_for(2500ms);
+    auto late = post_ask(f, 2, "x", retry_params(first, "sampling-1"));
+    CHECK(error_code_of(late) == -32602);
+}
+
 TEST_CASE("a legacy upstream's resource-not-found error reaches a 2026-07-28 client as InvalidParams") {
     mcp::error_object e{-32002, "Resource not found: test://x", json::value(json::object{{"uri", "test://x"}})};
     mcp_rules::modernize_error("resources/read", e);
