@@ -1207,6 +1207,14 @@ void read_http_provider(reader& r, YAML::Node const& n, std::string const& p, pr
     if (auto const v = n["max_tokens"]) {
         if (auto m = r.count(v, p + ".max_tokens", 1, 10'000'000)) pc.max_tokens = *m;
     }
+    auto const* remote = std::get_if<core::remote_destination>(&pc.destination);
+    if (remote && remote->host == "api.openai.com") pc.max_tokens_field = "max_completion_tokens";
+    if (auto const v = n["max_tokens_field"]) {
+        if (pc.kind != provider_kind::openai)
+            r.fail("conflicting_fields", p + ".max_tokens_field applies only to openai providers");
+        else if (auto f = r.choice(v, p + ".max_tokens_field", {"max_tokens", "max_completion_tokens"}))
+            pc.max_tokens_field = *f;
+    }
     if (auto const v = n["deadline"]) {
         if (auto d = r.duration(v, p + ".deadline", milliseconds(1))) pc.deadline = *d;
     }
@@ -1221,8 +1229,8 @@ void read_http_provider(reader& r, YAML::Node const& n, std::string const& p, pr
 
 std::optional<provider_config> read_provider(reader& r, std::string const& name, YAML::Node const& n,
                                              std::string const& p) {
-    if (!r.mapping(n, p, {"kind", "base_url", "api_key", "model", "max_tokens", "deadline", "max_retries",
-                          "max_retry_wait", "tls", "script"}))
+    if (!r.mapping(n, p, {"kind", "base_url", "api_key", "model", "max_tokens", "max_tokens_field", "deadline",
+                          "max_retries", "max_retry_wait", "tls", "script"}))
         return std::nullopt;
     auto before = r.problems.size();
     provider_config pc;
@@ -1239,7 +1247,8 @@ std::optional<provider_config> read_provider(reader& r, std::string const& name,
     pc.kind = *kind == "openai" ? provider_kind::openai : *kind == "anthropic" ? provider_kind::anthropic
                                                                               : provider_kind::scripted;
     if (pc.kind == provider_kind::scripted) {
-        for (auto key : {"base_url", "api_key", "max_tokens", "deadline", "max_retries", "max_retry_wait", "tls"})
+        for (auto key : {"base_url", "api_key", "max_tokens", "max_tokens_field", "deadline", "max_retries",
+                         "max_retry_wait", "tls"})
             if (n[key]) r.fail("conflicting_fields", p + "." + key + " applies only to openai and anthropic providers");
         pc.destination = core::local_destination{};
         if (auto const v = n["model"]) {

@@ -112,6 +112,8 @@ struct provider_config {
     std::optional<std::filesystem::path> api_key_file;
     std::string model;               // asked for when a run names no model
     std::uint64_t max_tokens = 4096;
+    // openai: "max_tokens" or "max_completion_tokens"; by default the latter for api.openai.com only
+    std::string max_tokens_field = "max_tokens";
     std::chrono::milliseconds deadline{120'000};        // one attempt, connect to the last byte of the answer
     unsigned max_retries = 2;                           // further attempts after 429 or 5xx
     std::chrono::milliseconds max_retry_wait{60'000};   // the longest wait before one

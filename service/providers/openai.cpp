@@ -85,7 +85,8 @@ core::stop_reason stop_of(std::optional<std::string> const& finish, bool has_cal
 
 }  // namespace
 
-json::object openai_request_body(core::completion_request const& request, std::string const& default_model) {
+json::object openai_request_body(core::completion_request const& request, std::string const& default_model,
+                                 std::string const& max_tokens_field) {
     json::array messages;
     if (!request.system.empty()) messages.push_back(json::object{{"role", "system"}, {"content", request.system}});
     for (auto const& m : request.messages) messages.push_back(message_json(m));
@@ -102,7 +103,7 @@ json::object openai_request_body(core::completion_request const& request, std::s
         }
         body["tools"] = std::move(tools);
     }
-    if (request.max_tokens) body["max_tokens"] = *request.max_tokens;
+    if (request.max_tokens) body[max_tokens_field] = *request.max_tokens;
     return body;
 }
 
@@ -162,7 +163,7 @@ wire_format openai_wire() {
         return h;
     };
     w.request_body = [](core::completion_request const& r, provider_settings const& s) {
-        return openai_request_body(r, s.model);
+        return openai_request_body(r, s.model, s.max_tokens_field);
     };
     w.completion = openai_completion;
     return w;

@@ -15,8 +15,10 @@
 
 namespace airlock::service::providers {
 
-// The request body for `request`; `default_model` when the request names none.
-boost::json::object openai_request_body(core::completion_request const& request, std::string const& default_model);
+// The request body for `request`; `default_model` when the request names none, a token limit in
+// the field `max_tokens_field`.
+boost::json::object openai_request_body(core::completion_request const& request, std::string const& default_model,
+                                        std::string const& max_tokens_field = "max_tokens");
 // The completion in a Chat Completions answer; malformed (naming what is missing) otherwise.
 // `provider` fills the error's `tool`.
 core::model_result<core::completion> openai_completion(boost::json::value const& answer, std::string const& provider);

@@ -16,6 +16,10 @@ struct provider_settings {
     // Anthropic requires max_tokens on every request; OpenAI-compatible servers get it only when
     // the request sets one.
     std::uint64_t max_tokens = 4096;
+    // openai: the request field a run's token limit goes in. OpenAI's own API wants
+    // "max_completion_tokens" (its reasoning models refuse "max_tokens"); most compatible servers
+    // know only "max_tokens".
+    std::string max_tokens_field = "max_tokens";
     http_client_options http;  // provider, headers and egress are filled in by the provider
 };
 

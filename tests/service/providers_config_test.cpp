@@ -73,6 +73,8 @@ TEST_CASE("providers are read by name with their kind, endpoint, key, model and 
     CHECK(ps[0].api_key_env == "OPENAI_KEY");
     CHECK(ps[0].deadline == std::chrono::seconds(120));
     CHECK(ps[0].max_retries == 2);
+    CHECK(ps[0].max_tokens_field == "max_completion_tokens");  // OpenAI's own API
+    CHECK(ps[1].max_tokens_field == "max_tokens");             // a compatible server
     CHECK(ps[1].api_key.empty());
     CHECK(ps[1].destination == core::destination(core::remote_destination{"http", "127.0.0.1", 11434}));
     CHECK(ps[1].deadline == std::chrono::minutes(5));
@@ -159,4 +161,9 @@ TEST_CASE("the factory builds each configured provider with its kind and destina
         CHECK((*p)->kind() == to_string(pc.kind));
         CHECK((*p)->destination_of() == pc.destination);
     }
+}
+
+TEST_CASE("max_tokens_field is for openai providers only") {
+    loaded_config c("providers:\n  claude: {kind: anthropic, model: m, api_key: {env: ANTHROPIC_KEY}, max_tokens_field: max_tokens}\n");
+    CHECK_THAT(c.problem(), Catch::Contains("providers.claude.max_tokens_field applies only to openai providers"));
 }

@@ -164,3 +164,19 @@ TEST_CASE("a 429 asking for a longer wait than max_retry_wait is refused without
     CHECK_THAT(r.error().detail, Catch::Contains("HTTP 429") && Catch::Contains("not retried"));
     CHECK(f.api.requests() == 1);
 }
+
+TEST_CASE("a run's token limit goes out in the field the provider is configured for") {
+    fixture f;
+    auto req = ask("hi");
+    req.max_tokens = 300;
+    REQUIRE(f.complete("plain", req).has_value());
+    auto s = f.settings("plain");
+    s.max_tokens_field = "max_completion_tokens";
+    REQUIRE(f.complete(s, req).has_value());
+    auto first = f.api.request(0).at("body").as_object();
+    auto second = f.api.request(1).at("body").as_object();
+    CHECK(first.at("max_tokens") == 300);
+    CHECK(!first.contains("max_completion_tokens"));
+    CHECK(second.at("max_completion_tokens") == 300);
+    CHECK(!second.contains("max_tokens"));
+}
