@@ -182,3 +182,14 @@ TEMPLATE_TEST_CASE("concurrent completions through one provider each get their o
     }
     CHECK(f.api.requests() == n);
 }
+
+TEMPLATE_TEST_CASE("an answer larger than the body limit is malformed, not read to the end", "", openai_api,
+                   anthropic_api) {
+    fixture<TestType> f;
+    auto s = f.settings("plain");
+    s.http.max_body_bytes = 64;
+    auto r = f.complete(s, ask("hi"));
+    REQUIRE(r.has_error());
+    CHECK(r.error().kind == core::tool_error_kind::malformed);
+    CHECK_THAT(r.error().detail, Catch::Contains("larger than 64 bytes"));
+}

@@ -3,8 +3,10 @@
 
 #include "service/providers/openai.hpp"
 
+#include "tests/support/child_process.hpp"
 #include "tests/support/fake_model_api.hpp"
 #include "tests/support/log_capture.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -12,6 +14,7 @@ using namespace airlock;
 using namespace airlock::service::providers;
 using namespace std::chrono_literals;
 using airlock::testing::ask;
+using airlock::testing::fake_model_api;
 using airlock::testing::ledger_tools;
 using airlock::testing::log_capture;
 using airlock::testing::what;
@@ -179,4 +182,37 @@ TEST_CASE("a run's token limit goes out in the field the provider is configured 
     CHECK(!first.contains("max_completion_tokens"));
     CHECK(second.at("max_completion_tokens") == 300);
     CHECK(!second.contains("max_tokens"));
+}
+
+TEST_CASE("an https provider is verified against its configured CA, and an unknown certificate never gets the key") {
+    airlock::testing::temp_dir dir{"airlock-provider-tls"};
+    auto cert = (dir.path() / "cert.pem").string();
+    auto tls_key = (dir.path() / "key.pem").string();
+    auto made = airlock::testing::run_command({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                                               "ec_paramgen_curve:P-256", "-nodes", "-keyout", tls_key, "-out", cert,
+                                               "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                                               "subjectAltName=IP:127.0.0.1"});
+    REQUIRE(made.exit_code == 0);
+    fake_model_api api("openai_server.mjs", key, {"TLS_CERT=" + cert, "TLS_KEY=" + tls_key});
+    boost::asio::io_context ioc;
+    log_capture logs(spdlog::level::trace);
+
+    auto s = airlock::testing::settings_for(api, "/v1", "plain", key);
+    s.http.base_url = "https://127.0.0.1:" + std::to_string(api.port) + "/v1";
+    REQUIRE(s.http.egress.add(core::remote_destination{"https", "127.0.0.1", api.port}));
+
+    auto untrusted = s;
+    http_provider refused(ioc.get_executor(), untrusted, openai_wire());
+    auto r = airlock::testing::run_on(ioc, refused.async_complete(ask("hi")));
+    REQUIRE(r.has_error());
+    CHECK(r.error().kind == core::tool_error_kind::unreachable);
+    CHECK_THAT(r.error().detail, Catch::Contains("TLS handshake"));
+
+    s.http.ca_file = cert;
+    http_provider trusted(ioc.get_executor(), s, openai_wire());
+    auto ok = airlock::testing::run_on(ioc, trusted.async_complete(ask("hi")));
+    INFO(what(ok));
+    REQUIRE(ok.has_value());
+    CHECK(ok->text == "Hello. You said: hi");
+    CHECK(!logs.contains(key));
 }

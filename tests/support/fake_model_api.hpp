@@ -21,9 +21,15 @@
 namespace airlock::testing {
 
 struct fake_model_api : node_peer {
-    // `script`: "openai_server.mjs" or "anthropic_server.mjs"; `key`: the one key it accepts.
-    fake_model_api(std::string const& script, std::string const& key)
-        : node_peer({std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/providers/" + script}, {"EXPECTED_KEY=" + key}) {}
+    // `script`: "openai_server.mjs" or "anthropic_server.mjs"; `key`: the one key it accepts;
+    // `env`: more of its environment (TLS_CERT and TLS_KEY make it speak HTTPS).
+    fake_model_api(std::string const& script, std::string const& key, std::vector<std::string> env = {})
+        : node_peer({std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/providers/" + script}, with_key(key, env)) {}
+
+    static std::vector<std::string> with_key(std::string const& key, std::vector<std::string> env) {
+        env.push_back("EXPECTED_KEY=" + key);
+        return env;
+    }
 
     std::string origin() const { return "http://127.0.0.1:" + std::to_string(port); }
 
