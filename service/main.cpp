@@ -1,5 +1,6 @@
 // The airlock command line: one binary, one subcommand per use.
 
+#include "service/ask_command.hpp"
 #include "service/check_command.hpp"
 #include "service/journal_command.hpp"
 #include "service/keygen_command.hpp"
@@ -35,6 +36,7 @@ constexpr subcommand subcommands[] = {
     {"pins", "list pinned upstream tool definitions, accept a changed one", true},
     {"tools", "list the tools of one upstream MCP server (stdio:CMD or an http(s) URL)", true},
     {"call", "call one tool of an upstream MCP server and print the result", true},
+    {"ask", "send one message to a configured model provider and print its completion", true},
     {"verify-provenance", "verify a signed provenance block against a public key", true},
     {"keygen", "create an Ed25519 signing key (PKCS#8 PEM) for provenance", true},
     {"version", "print the version", true},
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
     if (cmd == "check") return airlock::service::run_check(rest);
     if (cmd == "journal") return airlock::service::run_journal(rest);
     if (cmd == "tools") return airlock::service::run_tools(rest);
+    if (cmd == "ask") return airlock::service::run_ask(rest);
     if (cmd == "pins") return airlock::service::run_pins(rest);
     if (cmd == "keygen") return airlock::service::run_keygen(rest);
     if (cmd == "verify-provenance") return airlock::service::run_verify_provenance(rest);
