@@ -146,6 +146,12 @@ core::model_result<core::completion> openai_completion(json::value const& answer
         c.tool_calls.push_back(core::model_tool_call{"call_0", std::move(*name), arguments_value(fc->if_contains("arguments"))});
     }
     c.stop = stop_of(wire::string_at(choice, "finish_reason"), !c.tool_calls.empty());
+    // A model that declines says so in `refusal` instead of `content`; the loop sees it as text
+    // that ended the turn for a reason of its own.
+    if (auto refusal = wire::string_at(*message, "refusal"); refusal && !refusal->empty() && c.text.empty()) {
+        c.text = std::move(*refusal);
+        if (c.tool_calls.empty()) c.stop = core::stop_reason::other;
+    }
     auto const* usage = wire::object_at(o, "usage");
     c.usage.input_tokens = wire::count_at(usage, "prompt_tokens");
     c.usage.output_tokens = wire::count_at(usage, "completion_tokens");
