@@ -180,9 +180,9 @@ struct http_client::state : std::enable_shared_from_this<state> {
 
     asio::awaitable<core::model_result<json::value>> post_op(std::string path, std::string body) {
         if (auto const& p = pool.setup_problem()) co_return fail(tool_error_kind::unreachable, *p);
-        if (!opts.egress.permits(dest))
-            co_return fail(tool_error_kind::refused, core::to_string(dest) +
-                                                         " is not in the egress allowlist; nothing was sent");
+        // The gate every tool call passes, so a model endpoint is granted exactly like an upstream.
+        if (auto gate = core::destination_gate(opts.egress, dest); !gate)
+            co_return fail(tool_error_kind::refused, gate.refusal()->detail + "; nothing was sent");
         std::string target = base_target + path;
         unsigned attempts = opts.max_retries + 1;
         for (unsigned attempt = 0;; ++attempt) {
