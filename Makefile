@@ -18,6 +18,7 @@ bench: build
 	./$(BUILD_DIR)/bench/bench_mcp_call_bench
 	tests/peers/node_modules/.bin/node bench/sdk_call_bench.mjs
 	./$(BUILD_DIR)/bench/bench_gateway_bench
+	./$(BUILD_DIR)/bench/bench_providers_bench
 
 build: configure
 	cmake --build $(BUILD_DIR)
