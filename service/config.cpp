@@ -1415,6 +1415,15 @@ loaded load(fs::path const& file, env_lookup const& env) {
             if (pc.kind != provider_kind::scripted && !c.egress.permits(pc.destination))
                 r.warn("provider " + pc.name + ": its destination " + core::to_string(pc.destination) +
                        " is not in egress, so every model call to it will be refused (add it to egress to allow it)");
+            // A local server (Ollama, llama.cpp) is usually written as localhost; the address it
+            // resolves to is restricted and is connected to only when egress names it as well.
+            auto const* remote = std::get_if<core::remote_destination>(&pc.destination);
+            if (remote && remote->host == "localhost") {
+                core::remote_destination v4{remote->scheme, "127.0.0.1", remote->port};
+                if (!c.egress.permits(v4))
+                    r.warn("provider " + pc.name + ": localhost resolves to a loopback address, which is connected to "
+                           "only when egress names it too (add " + core::to_string(v4) + ", or use it in base_url)");
+            }
         }
         for (auto const& pc : c.principals) {
             for (auto const& g : pc.manifest.tools) {

@@ -167,3 +167,14 @@ TEST_CASE("max_tokens_field is for openai providers only") {
     loaded_config c("providers:\n  claude: {kind: anthropic, model: m, api_key: {env: ANTHROPIC_KEY}, max_tokens_field: max_tokens}\n");
     CHECK_THAT(c.problem(), Catch::Contains("providers.claude.max_tokens_field applies only to openai providers"));
 }
+
+TEST_CASE("a provider at localhost warns that egress must name the loopback address as well") {
+    loaded_config c(R"yaml(
+egress: [http://localhost:11434]
+providers:
+  local: {kind: openai, base_url: 'http://localhost:11434/v1', model: llama3.1}
+)yaml");
+    REQUIRE(c.result);
+    REQUIRE(c.result->warnings.size() == 1);
+    CHECK_THAT(c.result->warnings[0], Catch::Contains("add http://127.0.0.1:11434"));
+}
