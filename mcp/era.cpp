@@ -89,10 +89,11 @@ std::string base64_encode(std::string_view in) {
     return out;
 }
 
-// Standard alphabet; padding may be present or left off (some encoders omit it), nothing else varies.
+// Standard alphabet with its padding, as RFC 4648 writes it: SEP-2243's test cases require a value
+// with missing or misplaced padding to be refused, not guessed at.
 std::optional<std::string> base64_decode(std::string_view in) {
-    while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-    if (in.size() % 4 == 1) return std::nullopt;
+    if (in.size() % 4 != 0) return std::nullopt;
+    for (int pad = 0; pad < 2 && !in.empty() && in.back() == '='; ++pad) in.remove_suffix(1);
     std::string out;
     std::uint32_t acc = 0;
     int bits = 0;
@@ -479,29 +480,38 @@ http_checked<void> validate_modern_post(http_headers const& h, message const& bo
     }
 
     if (called && m == method::tools_call) {
-        // A tool whose annotations are invalid is never offered, so there is nothing to compare.
-        if (auto declared = param_headers_of(*called)) {
-            json::object empty;
-            json::object const* args = &empty;
-            if (auto const* a = params->if_contains("arguments"); a && a->is_object()) args = &a->get_object();
-            for (auto const& p : *declared) {
-                auto hname = std::string(header::param_prefix) + p.name;
-                if (h.count(hname) > 1) return mismatch(hname + " header appears more than once");
-                auto hv = h.get(hname);
-                auto const* v = value_at(*args, p.path);
-                bool in_body = v && !v->is_null();
-                if (!in_body) {
-                    // The header would claim a value the body does not have: whoever routed on it was misled.
-                    if (hv) return mismatch(hname + " header is present but arguments." + dotted(p.path) + " is absent");
-                    continue;
-                }
-                if (!hv) return mismatch("required header " + hname + " is missing (arguments." + dotted(p.path) + " is set)");
-                auto decoded = decode_header_value(*hv);
-                if (!decoded) return mismatch(hname + " " + decoded.error().message);
-                if (!param_matches(*v, *decoded))
-                    return mismatch(hname + " header value '" + *decoded + "' does not match body value " + json::serialize(*v));
-            }
+        json::object empty;
+        json::object const* args = &empty;
+        if (auto const* a = params->if_contains("arguments"); a && a->is_object()) args = &a->get_object();
+        return validate_param_headers(h, id, *args, *called);
+    }
+    return {};
+}
+
+http_checked<void> validate_param_headers(http_headers const& h, std::optional<request_id> id, json::object const& args,
+                                          tool const& called) {
+    auto mismatch = [&](std::string msg) {
+        return http_rejection{400, make_error_response(id, rpc_code::header_mismatch, "Header mismatch: " + std::move(msg))};
+    };
+    // A tool whose annotations are invalid is never offered, so there is nothing to compare.
+    auto declared = param_headers_of(called);
+    if (!declared) return {};
+    for (auto const& p : *declared) {
+        auto hname = std::string(header::param_prefix) + p.name;
+        if (h.count(hname) > 1) return mismatch(hname + " header appears more than once");
+        auto hv = h.get(hname);
+        auto const* v = value_at(args, p.path);
+        bool in_body = v && !v->is_null();
+        if (!in_body) {
+            // The header would claim a value the body does not have: whoever routed on it was misled.
+            if (hv) return mismatch(hname + " header is present but arguments." + dotted(p.path) + " is absent");
+            continue;
         }
+        if (!hv) return mismatch("required header " + hname + " is missing (arguments." + dotted(p.path) + " is set)");
+        auto decoded = decode_header_value(*hv);
+        if (!decoded) return mismatch(hname + " " + decoded.error().message);
+        if (!param_matches(*v, *decoded))
+            return mismatch(hname + " header value '" + *decoded + "' does not match body value " + json::serialize(*v));
     }
     return {};
 }

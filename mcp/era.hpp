@@ -158,6 +158,10 @@ era classify_post(http_headers const& h, message const& body);
 // the body, every Mcp-Param-* its schema declares (400, -32020). A header given twice is a
 // mismatch. Notifications are only checked for headers they do carry (the spec defines none).
 http_checked<void> validate_modern_post(http_headers const& h, message const& body, tool const* called = nullptr);
+// The Mcp-Param-* part of that: every header `called` declares with x-mcp-header against `arguments`
+// of a tools/call (400, -32020 on a header missing, extra, repeated, undecodable or different).
+http_checked<void> validate_param_headers(http_headers const& h, std::optional<request_id> id,
+                                          boost::json::object const& arguments, tool const& called);
 
 // Checks a legacy POST. `find_session` maps a session id to the version negotiated for it, or
 // nullopt when unknown (→ 404, so the client re-initializes). Returns the protocol version in effect:

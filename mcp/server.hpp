@@ -29,6 +29,9 @@ struct request_context {
     boost::json::object client_capabilities;  // from initialize (legacy) or _meta (modern)
     std::optional<progress_token> progress;   // the client's progressToken for this request, if any
     std::string request_id_text;              // the downstream request id, for logs and journals
+    // A modern request over HTTP: its Mcp-Param-* headers (possibly none), which a tools/call must
+    // match against the called tool's x-mcp-header parameters; nullopt where no headers exist.
+    std::optional<http_headers> param_headers;
 
     // Sends a notification to the client in the context of this request (progress, logging): on the
     // request's SSE stream over HTTP, on stdout over stdio. Never blocks the backend for long.

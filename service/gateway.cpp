@@ -326,7 +326,8 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
     }
     std::vector<catalogue_entry> entries;
     for (auto& t : *listed) {
-        catalogue_entry e{t.id, up.prefixed ? t.id.wire_name() : t.spec.name, t.spec, false};
+        catalogue_entry e{t.id, up.prefixed ? t.id.wire_name() : t.spec.name, t.spec, false, false};
+        if (auto declared = mcp::param_headers_of(t.spec); declared && !declared->empty()) e.param_headers = true;
         if (options_.pins) {
             auto digest = tool_definition_digest(t.spec);
             // Arguments are named before co_await throughout: GCC 12 mishandles temporaries there.
@@ -545,6 +546,12 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
         auto uri = entry->id.uri();
         std::string detail = "tool withheld: its definition changed";
         co_return co_await deny(uri, core::deny_reason::not_granted, detail);
+    }
+    if (entry->param_headers && ctx.param_headers) {
+        // 2026-07-28 over HTTP: the Mcp-Param-* headers a proxy may have routed on must say what
+        // the arguments say (SEP-2243); a mismatch is refused before any gate or journal record.
+        auto checked = mcp::validate_param_headers(*ctx.param_headers, std::nullopt, arguments.as_object(), entry->spec);
+        if (!checked) co_return std::move(checked.error().body.error);
     }
 
     core::tainted args;

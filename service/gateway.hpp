@@ -99,6 +99,7 @@ private:
         std::string exposed_name;  // wire name, or the upstream's own name when unprefixed
         mcp::tool spec;
         bool withheld = false;     // its definition changed since it was pinned
+        bool param_headers = false;  // declares x-mcp-header parameters (a modern HTTP call must mirror them)
     };
     struct catalogue {
         std::shared_ptr<std::vector<catalogue_entry> const> entries = std::make_shared<std::vector<catalogue_entry> const>();

@@ -837,6 +837,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         json::object capabilities;
         std::shared_ptr<session> owner;  // legacy
         std::optional<json::object> prefill;  // modern: inputResponses on a first attempt
+        std::optional<mcp::http_headers> param_headers;  // modern tools/call: its Mcp-Param-* headers
     };
 
     // Serves a request through the backend, answering with JSON when the backend finishes before
@@ -854,6 +855,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         ctx.client_capabilities = std::move(setup.capabilities);
         ctx.progress = mcp_rules::progress_token_of(r.params);
         ctx.request_id_text = ex->key;
+        ctx.param_headers = std::move(setup.param_headers);
         ctx.cancelled = ex->cancel.slot();
         std::weak_ptr<exchange> weak = ex;
         auto self = shared_from_this();
@@ -1408,7 +1410,16 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             r.params->erase("inputResponses");
         }
         request_setup setup{principal, mcp::era::modern, meta->protocol_version, meta->client_capabilities, nullptr,
-                            std::move(prefill)};
+                            std::move(prefill), std::nullopt};
+        if (r.method == mcp::method::tools_call) {
+            // The backend knows the called tool's x-mcp-header parameters; these are what it checks.
+            mcp::http_headers params;
+            constexpr std::string_view prefix = mcp::header::param_prefix;
+            for (auto const& f : h)
+                if (f.name.size() > prefix.size() && iequals(std::string_view(f.name).substr(0, prefix.size()), prefix))
+                    params.add(f.name, f.value);
+            setup.param_headers = std::move(params);
+        }
         co_return co_await serve_request(v, std::move(r), std::move(setup));
     }
 

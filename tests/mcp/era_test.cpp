@@ -130,7 +130,11 @@ TEST_CASE("decoding refuses characters a header may not hold and sentinels that 
     CHECK_FALSE(decode_header_value(std::string("a\0b", 3)).has_value());
     CHECK_FALSE(decode_header_value("=?base64?not base64!?=").has_value());
     CHECK_FALSE(decode_header_value("=?base64?A?=").has_value());
-    CHECK(decode_header_value("=?base64?dXMtd2VzdDE?=").value() == "us-west1");  // unpadded is tolerated
+    CHECK(decode_header_value("=?base64?dXMtd2VzdDE=?=").value() == "us-west1");
+    CHECK_FALSE(decode_header_value("=?base64?dXMtd2VzdDE?=").has_value());  // padding left off (SEP-2243)
+    CHECK_FALSE(decode_header_value("=?base64?SGVsbG8?=").has_value());
+    CHECK_FALSE(decode_header_value("=?base64?SGVs!!!bG8=?=").has_value());
+    CHECK_FALSE(decode_header_value("=?base64?SG=sbG8=?=").has_value());  // padding inside
     CHECK(decode_header_value("plain value\twith tab").value() == "plain value\twith tab");
 }
 

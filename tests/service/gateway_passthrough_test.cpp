@@ -40,6 +40,8 @@ spec:
       mutates: false
     - ref: tool://fixture/test_sampling
       mutates: false
+    - ref: tool://fixture/test_custom_header
+      mutates: false
     - ref: tool://everything/echo
       mutates: false
   budgets: {}
@@ -293,6 +295,39 @@ TEST_CASE("log messages a stdio upstream sends during a call reach that call's c
     REQUIRE(all_three);
     CHECK(seen[0].method == "notifications/message");
     CHECK(seen[0].params->at("data") == "Tool execution started");
+}
+
+TEST_CASE("a 2026-07-28 call over HTTP must mirror the tool's x-mcp-header arguments in matching Mcp-Param headers") {
+    harness h;
+    std::vector<mcp::handler_result> results;
+    h.run([&]() -> asio::awaitable<void> {
+        // header value → what came back, in order: matching, base64 of the same, missing, different.
+        std::vector<std::optional<std::string>> headers{"us-west1", "=?base64?dXMtd2VzdDE=?=", std::nullopt, "eu-north1"};
+        for (auto const& value : headers) {
+            auto ctx = harness::context();
+            ctx.client_era = mcp::era::modern;
+            ctx.param_headers.emplace();
+            if (value) ctx.param_headers->add("mcp-param-region", *value);
+            json::object call{{"name", "test_custom_header"}, {"arguments", {{"region", "us-west1"}}}};
+            results.push_back(co_await h.ask("tools/call", std::move(call), ctx));
+        }
+        // Where there are no headers (stdio, legacy), there is nothing to check.
+        auto plain = harness::context();
+        json::object call{{"name", "test_custom_header"}, {"arguments", {{"region", "us-west1"}}}};
+        results.push_back(co_await h.ask("tools/call", std::move(call), plain));
+    });
+    REQUIRE(results.size() == 5);
+    for (std::size_t i : {0u, 1u, 4u}) {
+        INFO("case " << i);
+        REQUIRE(results[i].has_value());
+        CHECK(first_text(*results[i], "content") == "region: us-west1");
+    }
+    REQUIRE_FALSE(results[2].has_value());
+    CHECK(results[2].error().code == -32020);
+    CHECK_THAT(results[2].error().message, Catch::Contains("required header Mcp-Param-Region is missing"));
+    REQUIRE_FALSE(results[3].has_value());
+    CHECK(results[3].error().code == -32020);
+    CHECK_THAT(results[3].error().message, Catch::Contains("'eu-north1' does not match"));
 }
 
 TEST_CASE("a sampling request an upstream sends during a call is asked of that call's client, and its answer returned") {
