@@ -54,4 +54,21 @@ std::string to_hex(sha256_digest const& d) { return to_hex(d.data(), d.size()); 
 
 std::string sha256_hex(std::string_view bytes) { return to_hex(sha256(bytes)); }
 
+sha256_digest hmac_sha256(std::array<std::uint8_t, 32> const& key, std::string_view message) {
+    std::array<std::uint8_t, 64> ipad{}, opad{};
+    for (std::size_t i = 0; i < ipad.size(); ++i) {
+        std::uint8_t k = i < key.size() ? key[i] : 0;
+        ipad[i] = static_cast<std::uint8_t>(k ^ 0x36);
+        opad[i] = static_cast<std::uint8_t>(k ^ 0x5c);
+    }
+    auto inner = sha256_hasher{}.update(ipad.data(), ipad.size()).update(message).finish();
+    return sha256_hasher{}.update(opad.data(), opad.size()).update(inner.data(), inner.size()).finish();
+}
+
+bool equal_constant_time(std::string_view a, std::string_view b) noexcept {
+    unsigned char diff = a.size() == b.size() ? 0 : 1;
+    for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+    return diff == 0;
+}
+
 }  // namespace airlock::core

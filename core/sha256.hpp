@@ -31,4 +31,9 @@ std::string to_hex(std::uint8_t const* data, std::size_t size);
 std::string to_hex(sha256_digest const& d);
 std::string sha256_hex(std::string_view bytes);
 
+// HMAC-SHA256 (RFC 2104) under a 32-byte key: what airlock seals its opaque tokens with.
+sha256_digest hmac_sha256(std::array<std::uint8_t, 32> const& key, std::string_view message);
+// Whether two strings are equal, in time that depends on their lengths only (for MAC tags).
+bool equal_constant_time(std::string_view a, std::string_view b) noexcept;
+
 }  // namespace airlock::core

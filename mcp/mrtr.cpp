@@ -106,23 +106,9 @@ std::string request_digest(std::string_view method, json::object const& params) 
 }
 
 std::string state_sealer::mac(std::string_view body, std::string_view principal, std::string_view digest) const {
-    // HMAC-SHA256 (RFC 2104) over the body and, length-prefixed, what it is bound to.
-    std::array<std::uint8_t, 64> ipad{}, opad{};
-    for (std::size_t i = 0; i < 64; ++i) {
-        std::uint8_t k = i < key_.size() ? key_[i] : 0;
-        ipad[i] = static_cast<std::uint8_t>(k ^ 0x36);
-        opad[i] = static_cast<std::uint8_t>(k ^ 0x5c);
-    }
-    core::sha256_hasher inner;
-    inner.update(ipad.data(), ipad.size());
-    inner.update(body);
-    auto principal_len = std::to_string(principal.size()) + ":";
-    inner.update(principal_len).update(principal).update(digest);
-    auto inner_digest = inner.finish();
-    core::sha256_hasher outer;
-    outer.update(opad.data(), opad.size());
-    outer.update(inner_digest.data(), inner_digest.size());
-    return core::to_hex(outer.finish());
+    // Over the body and, length-prefixed, what it is bound to.
+    auto message = std::string(body) + std::to_string(principal.size()) + ":" + std::string(principal) + std::string(digest);
+    return core::to_hex(core::hmac_sha256(key_, message));
 }
 
 std::string state_sealer::seal(request_state const& s, std::string_view principal, std::string_view digest) const {
@@ -138,12 +124,8 @@ core::result<request_state> state_sealer::open(std::string_view text, std::strin
         return invalid("params.requestState is not a requestState this server issued");
     auto body = text.substr(0, last);
     auto tag = text.substr(last + 1);
-    auto expected = mac(body, principal, digest);
     // Constant time: the comparison must not tell an attacker how much of a forged tag is right.
-    unsigned char diff = tag.size() == expected.size() ? 0 : 1;
-    for (std::size_t i = 0; i < expected.size(); ++i)
-        diff |= static_cast<unsigned char>(expected[i] ^ (i < tag.size() ? tag[i] : 0));
-    if (diff)
+    if (!core::equal_constant_time(mac(body, principal, digest), tag))
         return invalid("params.requestState failed verification: it was altered, or it belongs to another request or caller");
     // The body is ours (the MAC says so): v1.<pending>.<round>.<expires>.
     auto rest = body.substr(3);

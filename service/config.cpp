@@ -465,7 +465,7 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     std::string const p = "server";
     if (!r.mapping(n, p, {"listen", "unix_socket", "unix_socket_mode", "threads", "header_limit", "body_limit",
                           "read_timeout", "idle_timeout", "max_connections", "tls", "allowed_origins",
-                          "allowed_hosts", "trusted_proxies", "drain_grace", "input_request_ttl"}))
+                          "allowed_hosts", "trusted_proxies", "drain_grace", "input_request_ttl", "list_page_size"}))
         return;
 
     if (auto const v = n["listen"]) {
@@ -595,6 +595,9 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     }
     if (auto const v = n["drain_grace"]) {
         if (auto d = r.duration(v, p + ".drain_grace", milliseconds(0))) s.drain_grace = *d;
+    }
+    if (auto const v = n["list_page_size"]) {
+        if (auto c = r.count(v, p + ".list_page_size", 1, 10'000)) s.list_page_size = *c;
     }
     if (auto const v = n["input_request_ttl"]) {
         if (auto d = r.duration(v, p + ".input_request_ttl", milliseconds(1000))) s.input_request_ttl = *d;

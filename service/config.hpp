@@ -61,6 +61,8 @@ struct server_config {
     std::chrono::milliseconds drain_grace{10'000};
     // How long a 2026-07-28 request that asked its caller something waits for the retry (MRTR).
     std::chrono::milliseconds input_request_ttl{300'000};
+    // Items per page of the lists the gateway merges from its upstreams (tools, resources, prompts).
+    std::size_t list_page_size = 100;
 };
 
 struct signing_config {

@@ -171,7 +171,13 @@ gateway::gateway(gateway_options options)
                return static_cast<std::uint64_t>(
                    std::chrono::duration_cast<std::chrono::milliseconds>(clock().time_since_epoch()).count());
            },
-           options_.random) {}
+           options_.random) {
+    // A fresh key per process: a cursor from before a restart is refused, and the client lists anew.
+    std::array<std::uint8_t, 32> key{};
+    options_.random(key.data(), key.size());
+    cursors_.emplace(key);
+    if (options_.list_page_size == 0) options_.list_page_size = 1;
+}
 
 // Registers a downstream request as in flight on an upstream for as long as it is forwarded there.
 class gateway::inflight_guard {
@@ -378,12 +384,13 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
     co_return snapshot;
 }
 
-asio::awaitable<std::vector<json::object>> gateway::async_tools_for(std::string principal_name) {
-    std::vector<json::object> out;
+asio::awaitable<std::vector<gateway::tools_of_upstream>> gateway::async_tools_by_upstream(std::string principal_name) {
+    std::vector<tools_of_upstream> out;
     auto const* p = principal(principal_name);
     if (!p) co_return out;
     for (auto const& up : options_.upstreams) {
         auto entries = co_await async_catalogue(up);
+        tools_of_upstream group{up.name, {}};
         for (auto const& e : *entries) {
             if (e.withheld) continue;
             auto const* grant = p->grants.grant_for(e.id);
@@ -391,9 +398,18 @@ asio::awaitable<std::vector<json::object>> gateway::async_tools_for(std::string 
             auto t = json::value_from(e.spec).as_object();
             t["name"] = e.exposed_name;
             if (!grant->description.empty()) t["description"] = grant->description;
-            out.push_back(std::move(t));
+            group.second.push_back(std::move(t));
         }
+        out.push_back(std::move(group));
     }
+    co_return out;
+}
+
+asio::awaitable<std::vector<json::object>> gateway::async_tools_for(std::string principal_name) {
+    std::vector<json::object> out;
+    auto groups = co_await async_tools_by_upstream(std::move(principal_name));
+    for (auto& g : groups)
+        for (auto& t : g.second) out.push_back(std::move(t));
     co_return out;
 }
 
@@ -408,27 +424,44 @@ asio::awaitable<std::optional<gateway::catalogue_entry>> gateway::async_resolve(
     co_return std::nullopt;
 }
 
+core::result<std::optional<mcp::list_position>> gateway::cursor_of(mcp::request const& req, std::string_view list,
+                                                                   std::string const& principal_name) const {
+    if (!req.params) return std::optional<mcp::list_position>{};
+    auto const* c = req.params->if_contains("cursor");
+    if (!c) return std::optional<mcp::list_position>{};
+    if (!c->is_string()) return core::make_error("invalid_cursor", "invalid cursor: params.cursor must be a string");
+    auto pos = cursors_->open(c->get_string(), list, principal_name);
+    if (!pos) return pos.error();
+    return std::optional<mcp::list_position>{std::move(*pos)};
+}
+
 asio::awaitable<mcp::handler_result> gateway::async_list(mcp::request const& req, mcp::request_context& ctx) {
-    auto tools = co_await async_tools_for(ctx.principal);
-    // Pagination over the merged catalogue: the cursor is an offset into it, opaque to clients.
-    constexpr std::size_t page = 200;
-    std::size_t start = 0;
-    if (req.params) {
-        if (auto const* c = req.params->if_contains("cursor")) {
-            auto const* s = c->if_string();
-            if (!s || s->size() < 3 || !s->starts_with("o:")) co_return invalid_params("invalid cursor");
-            try {
-                start = std::stoul(std::string(s->subview(2)));
-            } catch (...) {
-                co_return invalid_params("invalid cursor");
+    // Pages follow the upstreams in configuration order; a cursor names the upstream and how many
+    // of its tools were shown, so a page boundary does not move when another upstream's list changes.
+    auto start = cursor_of(req, "tools/list", ctx.principal);
+    if (!start) co_return invalid_params(start.error().message);
+    auto groups = co_await async_tools_by_upstream(ctx.principal);
+    std::size_t g = 0, skip = 0;
+    if (*start) {
+        while (g < groups.size() && groups[g].first != (*start)->upstream) ++g;
+        if (g == groups.size()) co_return invalid_params("invalid cursor: it points into an upstream this caller no longer sees");
+        skip = static_cast<std::size_t>((*start)->skip);
+    }
+    auto const page = options_.list_page_size;
+    json::array list;
+    for (; g < groups.size(); ++g, skip = 0) {
+        auto& tools = groups[g].second;
+        for (std::size_t i = skip; i < tools.size(); ++i) {
+            if (list.size() == page) {
+                json::object result{{"tools", std::move(list)}};
+                mcp::list_position next{groups[g].first, std::nullopt, i};
+                result["nextCursor"] = cursors_->seal("tools/list", ctx.principal, next);
+                co_return result;
             }
+            list.push_back(std::move(tools[i]));
         }
     }
-    json::array list;
-    for (std::size_t i = start; i < tools.size() && i < start + page; ++i) list.push_back(tools[i]);
-    json::object result{{"tools", std::move(list)}};
-    if (start + page < tools.size()) result["nextCursor"] = "o:" + std::to_string(start + page);
-    co_return result;
+    co_return json::object{{"tools", std::move(list)}};
 }
 
 std::optional<std::string> gateway::run_of(std::string const& session_id, std::string const& principal) const {
@@ -820,20 +853,68 @@ asio::awaitable<json::array> gateway::async_list_all(gateway_upstream const& up,
 
 asio::awaitable<mcp::handler_result> gateway::async_list_passthrough(list_kind const& kind, mcp::request const& req,
                                                                     gateway_principal const& p) {
-    auto ups = visible_upstreams(p);
-    json::object params = req.params ? *req.params : json::object{};
-    params.erase("_meta");
-    if (ups.size() == 1) co_return co_await async_list_page(*ups.front(), kind, std::move(params));
-    // Several upstreams: one merged list. airlock hands out no cursor here, so any cursor is stale.
-    if (params.contains("cursor")) co_return invalid_params("invalid cursor");
-    json::array merged;
-    for (auto const* up : ups) {
+    // One list merged from the upstreams the caller sees, in configuration order, in pages of
+    // list_page_size: a cursor names the upstream, that upstream's own cursor for the page it is in
+    // and how many of that page's items were shown, so upstream pages of any size line up with ours.
+    std::string const list(kind.method);
+    auto start = cursor_of(req, list, p.name);
+    if (!start) co_return invalid_params(start.error().message);
+    std::vector<gateway_upstream const*> ups;
+    for (auto const* up : visible_upstreams(p)) {
         auto known = up->client->server_capabilities();
-        if (known && !known->contains(kind.capability)) continue;
-        auto items = co_await async_list_all(*up, kind);
-        for (auto& item : items) merged.push_back(std::move(item));
+        if (!known || known->contains(kind.capability)) ups.push_back(up);
     }
-    co_return json::object{{kind.key, std::move(merged)}};
+    std::size_t u = 0;
+    std::optional<std::string> cursor;
+    std::size_t skip = 0;
+    if (*start) {
+        while (u < ups.size() && ups[u]->name != (*start)->upstream) ++u;
+        if (u == ups.size()) co_return invalid_params("invalid cursor: it points into an upstream this caller no longer sees");
+        cursor = (*start)->cursor;
+        skip = static_cast<std::size_t>((*start)->skip);
+    }
+    auto const page = options_.list_page_size;
+    json::array out;
+    // Bounded: upstream pages that never end (or are empty forever) are cut off, not followed.
+    for (int fetched = 0; u < ups.size() && fetched < 100; ++fetched) {
+        json::object params;
+        if (cursor) params["cursor"] = *cursor;
+        auto r = co_await async_list_page(*ups[u], kind, std::move(params));
+        if (!r) {
+            // One upstream down must not break the others' lists.
+            spdlog::warn("upstream {}: {} failed ({}); its items are left out", ups[u]->name, kind.method, r.error().message);
+            ++u, cursor.reset(), skip = 0;
+            continue;
+        }
+        auto& items = r->at(kind.key).as_array();
+        std::optional<std::string> next_upstream_cursor;
+        if (auto const* n = r->if_contains("nextCursor"); n && n->is_string() && !n->get_string().empty())
+            next_upstream_cursor = std::string(n->get_string());
+        for (std::size_t i = std::min(skip, items.size()); i < items.size(); ++i) {
+            if (out.size() == page) {
+                json::object result{{kind.key, std::move(out)}};
+                mcp::list_position next{ups[u]->name, cursor, i};
+                result["nextCursor"] = cursors_->seal(list, p.name, next);
+                co_return result;
+            }
+            out.push_back(std::move(items[i]));
+        }
+        skip = 0;
+        if (next_upstream_cursor) {
+            cursor = std::move(next_upstream_cursor);
+        } else {
+            ++u;
+            cursor.reset();
+        }
+        if (out.size() == page && u < ups.size()) {
+            // Full at an upstream page's end: whether anything follows, the next request finds out.
+            json::object result{{kind.key, std::move(out)}};
+            mcp::list_position next{ups[u]->name, cursor, 0};
+            result["nextCursor"] = cursors_->seal(list, p.name, next);
+            co_return result;
+        }
+    }
+    co_return json::object{{kind.key, std::move(out)}};
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "core/provenance.hpp"
 #include "core/run_id.hpp"
 #include "mcp/client.hpp"
+#include "mcp/list_cursor.hpp"
 #include "mcp/server.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -48,6 +49,9 @@ struct gateway_options {
     std::shared_ptr<core::provenance_signer const> signer;  // absent: calls carry an unsigned block
     std::chrono::seconds provenance_lifetime{300};
     std::chrono::milliseconds call_deadline{60'000};
+    // Items per page of tools/list, resources/list, resources/templates/list and prompts/list, whose
+    // cursors (mcp/list_cursor.hpp) say where in the merged list of the upstreams the next page starts.
+    std::size_t list_page_size = 100;
     std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
     std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG; RAND_bytes when empty
     mcp::implementation server_info{"airlock", "0", std::nullopt, std::nullopt};
@@ -83,6 +87,9 @@ public:
 
     // The exposed tool list of a principal (what tools/list returns, unpaginated).
     boost::asio::awaitable<std::vector<boost::json::object>> async_tools_for(std::string principal);
+    // The same, per upstream in configuration order (the order pages follow).
+    using tools_of_upstream = std::pair<std::string, std::vector<boost::json::object>>;
+    boost::asio::awaitable<std::vector<tools_of_upstream>> async_tools_by_upstream(std::string principal);
 
     // The journal run of a session or principal, if one was admitted.
     std::optional<std::string> run_of(std::string const& session_id, std::string const& principal) const;
@@ -153,6 +160,9 @@ private:
     boost::asio::awaitable<catalogue_snapshot> async_catalogue(gateway_upstream const& up);
     boost::asio::awaitable<std::optional<catalogue_entry>> async_resolve(gateway_principal const& p, std::string const& name);
     boost::asio::awaitable<mcp::handler_result> async_list(mcp::request const& req, mcp::request_context& ctx);
+    // The position params.cursor names (nullopt: the first page), or why the cursor is refused.
+    core::result<std::optional<mcp::list_position>> cursor_of(mcp::request const& req, std::string_view list,
+                                                              std::string const& principal) const;
     boost::asio::awaitable<mcp::handler_result> async_call(mcp::request const& req, mcp::request_context& ctx);
     boost::asio::awaitable<core::result<std::string>> async_run_for(mcp::request_context const& ctx,
                                                                     gateway_principal const& p);
@@ -186,6 +196,7 @@ private:
     std::map<std::string, std::map<std::string, std::string>> subscribers_;
     std::map<std::string, std::string> subscribed_upstream_;  // uri → upstream
     core::run_id_generator ids_;
+    std::optional<mcp::list_cursor_sealer> cursors_;
 };
 
 // SHA-256 of the canonical {name, description, inputSchema} of a tool: what a pin covers.

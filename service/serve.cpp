@@ -100,6 +100,7 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
     go.executor = exec;
     go.egress = c.egress;
     go.journal = sc.journal;
+    go.list_page_size = c.server.list_page_size;
     go.pins = sc.journal;
     if (c.signing) {
         go.signer = c.signing->signer;

@@ -19,7 +19,9 @@
 #include <boost/json/serialize.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <optional>
+#include <set>
 
 using namespace airlock;
 namespace asio = boost::asio;
@@ -81,9 +83,10 @@ struct harness {
 
     // The fixture (prefix: none; its watched resource changes every 100 ms), and with `two`
     // server-everything as a second, prefixed upstream.
-    explicit harness(bool two = false) {
+    explicit harness(bool two = false, std::size_t page_size = 100) {
         service::gateway_options o;
         o.executor = ioc.get_executor();
+        o.list_page_size = page_size;
         clients.push_back(stdio_client(ioc, "fixture",
                                        {peers::node(), fixture_script(), "--transport", "stdio", "--watch-interval-ms", "100"}));
         o.upstreams.push_back({"fixture", clients.back(), false});
@@ -182,6 +185,31 @@ std::vector<std::string> names_of(json::object const& result, char const* key, c
 }
 
 bool contains(std::vector<std::string> const& v, std::string const& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+// Every page of `method`, following nextCursor (at most 50 pages).
+asio::awaitable<std::vector<json::object>> all_pages(harness& h, char const* method, mcp::request_context& ctx) {
+    std::vector<json::object> pages;
+    std::optional<std::string> cursor;
+    for (int i = 0; i < 50; ++i) {
+        json::object params;
+        if (cursor) params["cursor"] = *cursor;
+        auto r = co_await h.ask(method, std::move(params), ctx);
+        if (!r) throw std::runtime_error(std::string(method) + ": " + r.error().message);
+        pages.push_back(*r);
+        auto const* next = r->if_contains("nextCursor");
+        if (!next) break;
+        cursor = std::string(next->as_string());
+    }
+    co_return pages;
+}
+
+// The `field` of every item of every page, in order.
+std::vector<std::string> items_of(std::vector<json::object> const& pages, char const* key, char const* field = "name") {
+    std::vector<std::string> out;
+    for (auto const& p : pages)
+        for (auto& n : names_of(p, key, field)) out.push_back(std::move(n));
+    return out;
+}
 
 }  // namespace
 
@@ -295,6 +323,70 @@ TEST_CASE("log messages a stdio upstream sends during a call reach that call's c
     REQUIRE(all_three);
     CHECK(seen[0].method == "notifications/message");
     CHECK(seen[0].params->at("data") == "Tool execution started");
+}
+
+TEST_CASE("merged lists of two upstreams come in pages of the configured size, and their cursors lead through each item once") {
+    harness whole(true), paged(true, 3);
+    std::vector<json::object> tools, prompts, resources, one_page_tools, one_page_prompts;
+    whole.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        one_page_tools = co_await all_pages(whole, "tools/list", ctx);
+        one_page_prompts = co_await all_pages(whole, "prompts/list", ctx);
+    });
+    paged.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        tools = co_await all_pages(paged, "tools/list", ctx);
+        prompts = co_await all_pages(paged, "prompts/list", ctx);
+        resources = co_await all_pages(paged, "resources/list", ctx);
+    });
+    REQUIRE(one_page_tools.size() == 1);
+    auto all_tools = items_of(one_page_tools, "tools");
+    // Four fixture tools and everything's echo: a page crosses from one upstream into the other.
+    REQUIRE(all_tools.size() == 5);
+    CHECK(items_of(tools, "tools") == all_tools);
+    CHECK(tools.size() == 2);
+    CHECK(tools[0].at("tools").as_array().size() == 3);
+    CHECK_FALSE(tools.back().contains("nextCursor"));
+
+    auto all_prompts = items_of(one_page_prompts, "prompts");
+    CHECK(items_of(prompts, "prompts") == all_prompts);
+    CHECK(prompts.size() == (all_prompts.size() + 2) / 3);
+    CHECK(contains(all_prompts, "test_simple_prompt"));
+    CHECK(std::any_of(all_prompts.begin(), all_prompts.end(), [](auto const& n) { return n.starts_with("everything__"); }));
+    for (auto const& p : prompts) CHECK(p.at("prompts").as_array().size() <= 3);
+
+    auto uris = items_of(resources, "resources", "uri");
+    CHECK(std::set<std::string>(uris.begin(), uris.end()).size() == uris.size());  // none twice
+    CHECK(contains(uris, "test://static-text"));
+}
+
+TEST_CASE("a list cursor that was altered or comes from another list or caller is refused with -32602") {
+    harness h(true, 2);
+    std::optional<mcp::handler_result> altered, other_list, other_caller, not_string;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        json::object none;
+        auto first = co_await h.ask("prompts/list", none, ctx);
+        REQUIRE(first.has_value());
+        std::string cursor(first->at("nextCursor").as_string());
+        auto bent = cursor;
+        bent[4] = bent[4] == '1' ? '2' : '1';
+        json::object p1{{"cursor", bent}};
+        altered = co_await h.ask("prompts/list", std::move(p1), ctx);
+        json::object p2{{"cursor", cursor}};
+        other_list = co_await h.ask("resources/list", std::move(p2), ctx);
+        auto bob = harness::context("bob");
+        json::object p3{{"cursor", cursor}};
+        other_caller = co_await h.ask("prompts/list", std::move(p3), bob);
+        json::object p4{{"cursor", 7}};
+        not_string = co_await h.ask("tools/list", std::move(p4), ctx);
+    });
+    for (auto* r : {&altered, &other_list, &other_caller, &not_string}) {
+        REQUIRE(r->has_value());
+        REQUIRE_FALSE((*r)->has_value());
+        CHECK((*r)->error().code == -32602);
+        CHECK_THAT((*r)->error().message, Catch::StartsWith("invalid cursor"));
+    }
 }
 
 TEST_CASE("a 2026-07-28 call over HTTP must mirror the tool's x-mcp-header arguments in matching Mcp-Param headers") {
