@@ -7,6 +7,7 @@
 #include "service/gateway.hpp"
 #include "service/http_server.hpp"
 #include "service/mcp_endpoint.hpp"
+#include "service/rest_api.hpp"
 #include "service/stdio_endpoint.hpp"
 #include "store/lmdb_store.hpp"
 
@@ -245,7 +246,21 @@ int run_serve(std::vector<std::string> const& args) {
     for (auto const& p : c->principals) eo.allow_anonymous = eo.allow_anonymous || p.anonymous;
     auto endpoint = std::make_shared<mcp_endpoint>(sc->gw, eo);
     auto http_options = to_http_server_options(c->server);
-    http_server server(ioc, http_options, make_mcp_handler(endpoint, fallback_route));
+    // The REST API: reads come from the journal; run actions need the agent runtime.
+    rest_api_options ro;
+    ro.journal = sc->journal;
+    ro.authenticate = eo.authenticate;
+    ro.allow_anonymous = eo.allow_anonymous;
+    ro.allowed_hosts = c->server.allowed_hosts;
+    ro.allowed_origins = c->server.allowed_origins;
+    ro.tools = [gw = sc->gw](std::string principal) { return gw->async_tools_for(std::move(principal)); };
+    auto rest = std::make_shared<rest_api>(std::move(ro));
+    http_response_handler routes = [rest](http_request& req) -> asio::awaitable<http_response> {
+        auto target = req.target();
+        if (rest_api::owns(target.substr(0, target.find('?')))) co_return co_await rest->async_handle(req);
+        co_return co_await fallback_route(req);
+    };
+    http_server server(ioc, http_options, make_mcp_handler(endpoint, routes));
     try {
         server.listen();
     } catch (boost::system::system_error const& e) {
@@ -259,6 +274,8 @@ int run_serve(std::vector<std::string> const& args) {
     } else {
         auto ep = server.local_endpoint();
         endpoint->listening_on(http_options.host, ep.port());
+        rest->set_door(default_allowed_hosts(http_options.host, ep.port()),
+                       default_allowed_origins(http_options.host, ep.port()));
         auto host = ep.address().to_string();
         where = std::string(http_options.tls ? "https://" : "http://") + (ep.address().is_v6() ? "[" + host + "]" : host) +
                 ":" + std::to_string(ep.port());
