@@ -47,7 +47,9 @@ using forward_result = boost::system::result<boost::json::object, error_object>;
 
 // One upstream tool as airlock names it. Upstream names may use '-', which a ToolId component
 // cannot (it is how wire names show '.'), so '-' is read as '.': `get-sum` becomes
-// tool://everything/get.sum, whose wire name is everything__get-sum again.
+// tool://everything/get.sum, whose wire name is everything__get-sum again. Nor may a component
+// hold "__" (it separates server and tool on the wire), so "__" is read as "_.": another airlock's
+// `everything__echo` becomes tool://inner/everything_.echo, on the wire inner__everything_-echo.
 struct upstream_tool {
     core::tool_id id;
     std::string upstream_name;  // what the server calls it, byte for byte

@@ -163,3 +163,17 @@ TEST_CASE("server-filesystem over stdio: write then read inside the allowed dire
     REQUIRE_FALSE(outside->has_value());
     CHECK(outside->error().kind == core::tool_error_kind::tool_failed);
 }
+
+TEST_CASE("an upstream tool name holding \"__\", as another gateway's server__tool does, maps to a ToolId and back") {
+    auto name = airlock::mcp::airlock_tool_name("everything__get-sum");
+    REQUIRE(name.has_value());
+    CHECK(*name == "everything_.get.sum");
+    auto id = airlock::core::tool_id::make("inner", *name);
+    REQUIRE(id.has_value());
+    CHECK(id->wire_name() == "inner__everything_-get-sum");
+    auto back = airlock::core::tool_id::from_wire_name(id->wire_name());
+    REQUIRE(back.has_value());
+    CHECK(*back == *id);
+    CHECK(airlock::mcp::airlock_tool_name("a___b").value() == "a_._b");
+    CHECK_FALSE(airlock::mcp::airlock_tool_name("__hidden").has_value());  // a leading '_' stays unrepresentable
+}

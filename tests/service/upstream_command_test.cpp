@@ -4,7 +4,11 @@
 #include "tests/support/node_peers.hpp"
 #include "tests/support/peers.hpp"
 
+#include "tests/support/temp_dir.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <fstream>
 
 using namespace airlock::testing;
 
@@ -57,4 +61,38 @@ TEST_CASE("a command line splits on blanks and honours quotes and backslashes, w
     out.clear();
     CHECK_FALSE(airlock::service::split_command_line("node 'open", out, problem));
     CHECK_THAT(problem, Catch::Contains("unterminated"));
+}
+
+TEST_CASE("airlock fronts another airlock whose tools are server__tool, with prefixes on both") {
+    // The inner airlock serves server-everything's echo and get-sum as everything__echo and
+    // everything__get-sum over stdio; the outer one names them inner__everything_-echo, ...
+    temp_dir dir{"airlock-nested"};
+    std::ofstream(dir.path() / "desk.yaml") << R"(apiVersion: airlock/v1
+kind: Agent
+metadata: { name: inner-desk, version: "1" }
+spec:
+  tools:
+    - ref: tool://everything/echo
+      mutates: false
+    - ref: tool://everything/get.sum
+      mutates: false
+  budgets: {}
+)";
+    auto inner = dir.path() / "inner.yaml";
+    std::ofstream(inner) << "journal: { dir: " << (dir.path() / "journal").string() << " }\n"
+                         << "upstreams:\n  - name: everything\n    stdio: { argv: [\"" << peers::node() << "\", \""
+                         << peers::everything() << "\", stdio] }\n"
+                         << "egress:\n  - process: \"" << peers::node() << "\"\n"
+                         << "principals:\n  - name: desk\n    anonymous: true\n    manifest: " << (dir.path() / "desk.yaml").string()
+                         << "\n";
+    auto server = "stdio:" + std::string(AIRLOCK_BINARY) + " stdio --config " + inner.string() + " --principal desk";
+    auto listed = run_command({AIRLOCK_BINARY, "tools", "--server", server, "--name", "inner"});
+    INFO(listed.err);
+    CHECK(listed.exit_code == 0);
+    CHECK_THAT(listed.out, Catch::Contains("everything__get-sum\tinner__everything_-get-sum\tread-only\t"));
+    CHECK_THAT(listed.out, Catch::Contains("everything__echo\tinner__everything_-echo\t"));
+    auto called = run_command({AIRLOCK_BINARY, "call", "--server", server, "everything__get-sum", R"({"a":2,"b":3})"});
+    INFO(called.err);
+    CHECK(called.exit_code == 0);
+    CHECK_THAT(called.out, Catch::Contains("The sum of 2 and 3 is 5."));
 }
