@@ -70,6 +70,13 @@ public:
     // subscriptions/listen, stdio) and removes it when the stream closes.
     using notification_sink = std::function<void(notification const&)>;
     virtual std::uint64_t add_listener(std::string const& principal, notification_sink sink) = 0;
+    // The same for a legacy session's stream (GET, or stdio): what concerns one session only
+    // (resources/updated for its subscriptions) reaches that session's stream alone.
+    virtual std::uint64_t add_session_listener(std::string const& principal, std::string const& session_id,
+                                               notification_sink sink) {
+        (void)session_id;
+        return add_listener(principal, std::move(sink));
+    }
     virtual void remove_listener(std::uint64_t id) = 0;
 };
 

@@ -291,17 +291,24 @@ void gateway::broadcast(std::string const& server, mcp::notification const& n) {
     {
         std::lock_guard lock(mutex_);
         for (auto const& [id, l] : listeners_) {
-            auto const* p = principal(l.first);
-            if (p && sees(*p, server)) sinks.push_back(l.second);
+            auto const* p = principal(l.principal);
+            if (p && sees(*p, server)) sinks.push_back(l.sink);
         }
     }
     for (auto const& s : sinks) s(n);
 }
 
 std::uint64_t gateway::add_listener(std::string const& principal, notification_sink sink) {
+    return add_session_listener(principal, "", std::move(sink));
+}
+
+std::uint64_t gateway::add_session_listener(std::string const& principal_name, std::string const& session_id,
+                                            notification_sink sink) {
     std::lock_guard lock(mutex_);
     auto id = ++next_listener_;
-    listeners_[id] = {principal, std::move(sink)};
+    // The same keys session_key() gives subscriptions, so an update finds the streams it concerns.
+    auto key = session_id.empty() ? "principal:" + principal_name : "session:" + session_id;
+    listeners_[id] = listener{principal_name, std::move(key), std::move(sink)};
     return id;
 }
 
@@ -720,15 +727,16 @@ void gateway::upstream_notification(std::string const& server, mcp::notification
     if (n.method == "notifications/resources/updated") {
         auto const* uri = n.params ? n.params->if_contains("uri") : nullptr;
         if (!uri || !uri->is_string()) return;
-        std::set<std::string> who;
+        // Only to the streams of the sessions subscribed to it: another session of the same
+        // principal did not ask, and may not be the same client at all.
         std::vector<notification_sink> sinks;
         {
             std::lock_guard lock(mutex_);
-            if (auto it = subscribers_.find(std::string(uri->get_string())); it != subscribers_.end())
-                for (auto const& [session, principal_name] : it->second) who.insert(principal_name);
+            auto it = subscribers_.find(std::string(uri->get_string()));
+            if (it == subscribers_.end()) return;
             for (auto const& [id, l] : listeners_) {
-                auto const* p = principal(l.first);
-                if (p && who.contains(p->name) && sees(*p, server)) sinks.push_back(l.second);
+                auto const* p = principal(l.principal);
+                if (p && it->second.contains(l.session_key) && sees(*p, server)) sinks.push_back(l.sink);
             }
         }
         for (auto const& s : sinks) s(n);

@@ -67,7 +67,7 @@ struct gateway_options {
 // downstream request per upstream at a time this is exact; with several, a question may reach
 // the wrong client of the same principal or of another. Log messages outside any request, and
 // list_changed, go to the notification streams of principals who see that upstream;
-// resources/updated to those of principals with a session subscribed to that URI.
+// resources/updated to the streams of the sessions subscribed to that URI, and no others.
 
 // The text every refusal carries to the caller: it must not teach how to get around the policy.
 inline constexpr std::string_view not_permitted_text = "not permitted";
@@ -83,6 +83,8 @@ public:
     boost::asio::awaitable<void> async_notification(mcp::notification n, mcp::request_context& ctx) override;
     void session_closed(std::string const& session_id) override;
     std::uint64_t add_listener(std::string const& principal, notification_sink sink) override;
+    std::uint64_t add_session_listener(std::string const& principal, std::string const& session_id,
+                                       notification_sink sink) override;
     void remove_listener(std::uint64_t id) override;
 
     // The exposed tool list of a principal (what tools/list returns, unpaginated).
@@ -185,7 +187,12 @@ private:
     std::map<std::string, run_slot> runs_;          // session key → its run
     std::set<std::string> reported_pin_changes_;    // "server/tool digest" already journaled
     std::map<std::string, std::uint32_t> steps_;   // run id → effects started
-    std::map<std::uint64_t, std::pair<std::string, notification_sink>> listeners_;
+    struct listener {
+        std::string principal;
+        std::string session_key;  // "session:ID" for a session's stream, "principal:NAME" otherwise
+        notification_sink sink;
+    };
+    std::map<std::uint64_t, listener> listeners_;
     std::uint64_t next_listener_ = 0;
     std::map<std::string, std::vector<std::shared_ptr<inflight>>> inflight_;  // by upstream, oldest first
     // Who owns what, learnt from listings (URIs are never renamed; prompt names are when prefixed).

@@ -1129,13 +1129,13 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     asio::awaitable<http_stream> open_listen_stream(unsigned version, std::string const& principal,
                                                     std::shared_ptr<listen_stream> ls, std::string opening,
                                                     std::function<std::optional<std::string>(mcp::notification const&)> format,
-                                                    std::function<void()> on_close) {
+                                                    std::function<void()> on_close, std::string session_id = {}) {
         auto exec = co_await asio::this_coro::executor;
         ls->body = make_body_channel(exec, std::max<std::size_t>(options.stream_buffer, 2));
         ls->keep_alive = std::make_shared<asio::steady_timer>(exec);
         ls->body->try_send(error_code{}, std::move(opening));
         std::weak_ptr<listen_stream> weak = ls;
-        ls->listener = backend->add_listener(principal, [weak, format = std::move(format)](mcp::notification const& n) {
+        ls->listener = backend->add_session_listener(principal, session_id, [weak, format = std::move(format)](mcp::notification const& n) {
             auto l = weak.lock();
             if (!l || l->ended) return;
             auto text = format(n);
@@ -1252,7 +1252,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 sp->last_seen = self->now();
             }
         };
-        co_return co_await open_listen_stream(v, principal, ls, std::move(priming), std::move(format), std::move(on_close));
+        co_return co_await open_listen_stream(v, principal, ls, std::move(priming), std::move(format), std::move(on_close), s->id);
     }
 
     http_response handle_delete(http_request& req, std::string const& principal) {

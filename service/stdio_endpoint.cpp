@@ -244,7 +244,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         post_line(mcp::response{r.id, json::value_from(result).as_object()});
         // The stdio channel is the legacy session's server-notification stream.
         std::weak_ptr<stdio_state> ws = shared_from_this();
-        legacy_listener = backend->add_listener(options.principal, [ws](mcp::notification const& n) {
+        legacy_listener = backend->add_session_listener(options.principal, session_id, [ws](mcp::notification const& n) {
             if (auto s = ws.lock()) s->post_line(n);
         });
         spdlog::info("stdio: session opened by '{}' ({}, client {})", options.principal, version, params->client_info.name);

@@ -475,13 +475,17 @@ TEST_CASE("a call the client cancels ends at once, is journaled in doubt, and ne
     CHECK_THAT(std::string(failed->at("detail").as_string()), Catch::Contains("cancelled"));
 }
 
-TEST_CASE("resource updates reach the notification streams of a principal subscribed to that URI, until it unsubscribes") {
+TEST_CASE("resource updates reach the stream of the session subscribed to that URI only, until it unsubscribes") {
     harness h;
-    std::vector<std::string> alice_got, bob_got;
+    std::vector<std::string> alice_got, alice_other_session_got, bob_got;
     bool updated = false;
     std::optional<mcp::handler_result> subscribed, unsubscribed;
     h.run([&]() -> asio::awaitable<void> {
-        auto a = h.gw->add_listener("alice", [&](mcp::notification const& n) { alice_got.push_back(n.method); });
+        // harness::context() is alice's session s1; s2 is another session of hers that did not subscribe.
+        auto a = h.gw->add_session_listener("alice", "s1", [&](mcp::notification const& n) { alice_got.push_back(n.method); });
+        auto a2 = h.gw->add_session_listener("alice", "s2", [&](mcp::notification const& n) {
+            alice_other_session_got.push_back(n.method);
+        });
         auto b = h.gw->add_listener("bob", [&](mcp::notification const& n) { bob_got.push_back(n.method); });
         auto ctx = harness::context();
         json::object uri{{"uri", "test://watched-resource"}};
@@ -490,11 +494,13 @@ TEST_CASE("resource updates reach the notification streams of a principal subscr
         updated = co_await eventually(some);
         unsubscribed = co_await h.ask("resources/unsubscribe", std::move(uri), ctx);
         h.gw->remove_listener(a);
+        h.gw->remove_listener(a2);
         h.gw->remove_listener(b);
     });
     REQUIRE(subscribed->has_value());
     REQUIRE(unsubscribed->has_value());
     CHECK(updated);
+    CHECK_FALSE(contains(alice_other_session_got, "notifications/resources/updated"));
     CHECK_FALSE(contains(bob_got, "notifications/resources/updated"));
 }
 
