@@ -857,6 +857,40 @@ void read_tls(reader& r, YAML::Node const& v, std::string const& tp, std::option
     }
 }
 
+// `headers: {Name: VALUE}` sent on every request; values inline or `{env}`/`{file}` (see
+// read_secret_value). `reserved` gives why a name may not be configured, or "" when it may.
+void read_headers(reader& r, YAML::Node const& v, std::string const& hp,
+                  std::vector<std::pair<std::string, std::string>>& out,
+                  std::function<std::string(std::string const&)> const& reserved) {
+    auto entries = r.entries(v, hp);
+    if (!entries) return;
+    for (auto const& [name, value] : *entries) {
+        auto ep = child_path(hp, name);
+        // Refused here as well as by the transport, so `airlock check` reports it with the key path.
+        if (!mcp::is_header_name(name)) {
+            r.fail("invalid_value", ep + ": " + in_quotes(name) + " is not an HTTP header name");
+            continue;
+        }
+        if (auto why = reserved(name); !why.empty()) {
+            r.fail("invalid_value", ep + " " + why);
+            continue;
+        }
+        auto same = std::find_if(out.begin(), out.end(), [&](auto const& h) { return iequals(h.first, name); });
+        if (same != out.end()) {
+            r.fail("duplicate_key", ep + " repeats header " + same->first + " (header names ignore case)");
+            continue;
+        }
+        auto s = read_secret_value(r, value, ep);
+        if (!s) continue;
+        // The value is a credential: say which header is wrong, never what it holds.
+        if (s->find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+            r.fail("invalid_value", ep + " has a value with a line break or NUL byte");
+            continue;
+        }
+        out.emplace_back(name, std::move(*s));
+    }
+}
+
 void read_http(reader& r, YAML::Node const& n, std::string const& p, upstream_config& u) {
     auto& o = u.http;
     o.server_name = u.name;
@@ -872,35 +906,10 @@ void read_http(reader& r, YAML::Node const& n, std::string const& p, upstream_co
         }
     }
     if (auto const v = n["headers"]) {
-        auto hp = p + ".headers";
-        if (auto entries = r.entries(v, hp)) {
-            for (auto const& [name, value] : *entries) {
-                auto ep = child_path(hp, name);
-                // Refused here as well as by the transport, so `airlock check` reports it with the key path.
-                if (!mcp::is_header_name(name)) {
-                    r.fail("invalid_value", ep + ": " + in_quotes(name) + " is not an HTTP header name");
-                    continue;
-                }
-                if (mcp::is_transport_header(name)) {
-                    r.fail("invalid_value", ep + " is set by the MCP transport itself and cannot be configured");
-                    continue;
-                }
-                auto same = std::find_if(o.headers.begin(), o.headers.end(),
-                                         [&](auto const& h) { return iequals(h.first, name); });
-                if (same != o.headers.end()) {
-                    r.fail("duplicate_key", ep + " repeats header " + same->first + " (header names ignore case)");
-                    continue;
-                }
-                auto s = read_secret_value(r, value, ep);
-                if (!s) continue;
-                // The value is a credential: say which header is wrong, never what it holds.
-                if (s->find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-                    r.fail("invalid_value", ep + " has a value with a line break or NUL byte");
-                    continue;
-                }
-                o.headers.emplace_back(name, std::move(*s));
-            }
-        }
+        read_headers(r, v, p + ".headers", o.headers, [](std::string const& name) {
+            return mcp::is_transport_header(name) ? std::string("is set by the MCP transport itself and cannot be configured")
+                                                  : std::string();
+        });
     }
     if (auto const v = n["tls"]) read_tls(r, v, p + ".tls", url, u.name, o.verify_peer, o.ca_file);
 }
@@ -1227,13 +1236,23 @@ void read_http_provider(reader& r, YAML::Node const& n, std::string const& p, pr
     if (auto const v = n["max_retry_wait"]) {
         if (auto d = r.duration(v, p + ".max_retry_wait", milliseconds(0))) pc.max_retry_wait = *d;
     }
+    if (auto const v = n["headers"]) {
+        bool anthropic = pc.kind == provider_kind::anthropic;
+        read_headers(r, v, p + ".headers", pc.headers, [anthropic](std::string const& name) {
+            if (mcp::is_transport_header(name)) return std::string("is set by airlock itself and cannot be configured");
+            if (iequals(name, anthropic ? "x-api-key" : "authorization") ||
+                (anthropic && iequals(name, "anthropic-version")))
+                return std::string("is set by the provider from api_key; configure the key there");
+            return std::string();
+        });
+    }
     if (auto const v = n["tls"]) read_tls(r, v, p + ".tls", url, "provider " + pc.name, pc.verify_peer, pc.ca_file);
 }
 
 std::optional<provider_config> read_provider(reader& r, std::string const& name, YAML::Node const& n,
                                              std::string const& p) {
-    if (!r.mapping(n, p, {"kind", "base_url", "api_key", "model", "max_tokens", "max_tokens_field", "deadline",
-                          "max_retries", "max_retry_wait", "tls", "script"}))
+    if (!r.mapping(n, p, {"kind", "base_url", "api_key", "headers", "model", "max_tokens", "max_tokens_field",
+                          "deadline", "max_retries", "max_retry_wait", "tls", "script"}))
         return std::nullopt;
     auto before = r.problems.size();
     provider_config pc;
@@ -1250,7 +1269,7 @@ std::optional<provider_config> read_provider(reader& r, std::string const& name,
     pc.kind = *kind == "openai" ? provider_kind::openai : *kind == "anthropic" ? provider_kind::anthropic
                                                                               : provider_kind::scripted;
     if (pc.kind == provider_kind::scripted) {
-        for (auto key : {"base_url", "api_key", "max_tokens", "max_tokens_field", "deadline", "max_retries",
+        for (auto key : {"base_url", "api_key", "headers", "max_tokens", "max_tokens_field", "deadline", "max_retries",
                          "max_retry_wait", "tls"})
             if (n[key]) r.fail("conflicting_fields", p + "." + key + " applies only to openai and anthropic providers");
         pc.destination = core::local_destination{};
@@ -1618,6 +1637,7 @@ std::string summary(config const& c) {
             if (pc.api_key_env) o << "from $" << *pc.api_key_env;
             else if (pc.api_key_file) o << "from " << pc.api_key_file->string();
             else o << "none";
+            if (!pc.headers.empty()) o << ", headers: " << pc.headers.size() << " set";
             o << ", deadline " << reader::format_ms(pc.deadline) << ", " << pc.max_retries << " retries"
               << (c.egress.permits(pc.destination) ? ", egress allowed" : ", egress NOT allowed");
         }

@@ -112,6 +112,9 @@ struct provider_config {
     std::string api_key;             // SECRET: the key itself, empty when none is configured
     std::optional<std::string> api_key_env;  // the variable's name, not its value
     std::optional<std::filesystem::path> api_key_file;
+    // Sent on every request (OpenAI-Organization, a gateway's tenant header...). Values may be
+    // secrets: never shown, scrubbed from errors.
+    std::vector<std::pair<std::string, std::string>> headers;
     std::string model;               // asked for when a run names no model
     std::uint64_t max_tokens = 4096;
     // openai: "max_tokens" or "max_completion_tokens"; by default the latter for api.openai.com only

@@ -15,6 +15,7 @@ core::result<std::shared_ptr<core::model_provider>> make_provider(boost::asio::a
     s.name = pc.name;
     s.model = pc.model;
     s.api_key = pc.api_key;
+    s.headers = pc.headers;
     s.max_tokens = pc.max_tokens;
     s.max_tokens_field = pc.max_tokens_field;
     s.http.base_url = pc.base_url;

@@ -8,6 +8,12 @@ http_provider::http_provider(boost::asio::any_io_executor exec, provider_setting
     http.provider = label_;
     for (auto& h : wire_.headers(settings_.api_key)) http.headers.push_back(std::move(h));
     if (!settings_.api_key.empty()) http.secrets.push_back(settings_.api_key);
+    for (auto const& [name, value] : settings_.headers) {
+        http.headers.emplace_back(name, value);
+        // Short values (a tenant letter, a version) are not credentials, and scrubbing them would
+        // garble every error that happens to contain them.
+        if (value.size() >= 8) http.secrets.push_back(value);
+    }
     http_ = std::make_unique<http_client>(std::move(exec), std::move(http));
 }
 

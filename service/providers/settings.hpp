@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace airlock::service::providers {
 
@@ -13,6 +15,8 @@ struct provider_settings {
     std::string name;     // the key under `providers:` in the configuration
     std::string model;    // used when a completion_request leaves `model` empty
     std::string api_key;  // SECRET: sent in a header only; empty for servers that need none
+    // More headers on every request; their values are scrubbed from errors like the key.
+    std::vector<std::pair<std::string, std::string>> headers;
     // Anthropic requires max_tokens on every request; OpenAI-compatible servers get it only when
     // the request sets one.
     std::uint64_t max_tokens = 4096;

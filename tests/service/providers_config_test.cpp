@@ -178,3 +178,24 @@ providers:
     REQUIRE(c.result->warnings.size() == 1);
     CHECK_THAT(c.result->warnings[0], Catch::Contains("add http://127.0.0.1:11434"));
 }
+
+TEST_CASE("a provider's extra headers are read, and the key's own header is refused among them") {
+    loaded_config ok(R"yaml(
+providers:
+  gpt: {kind: openai, model: m, headers: {OpenAI-Organization: org-123, X-Gateway-Key: {env: OPENAI_KEY}}}
+)yaml");
+    INFO(ok.problem());
+    REQUIRE(ok.result);
+    auto const& h = ok.result->providers.at(0).headers;
+    REQUIRE(h.size() == 2);
+    CHECK(h[0] == std::pair<std::string, std::string>{"OpenAI-Organization", "org-123"});
+    CHECK(h[1].second == openai_key);
+    CHECK(summary(*ok.result).find(openai_key) == std::string::npos);
+    CHECK_THAT(summary(*ok.result), Catch::Contains("headers: 2 set"));
+
+    loaded_config auth("providers:\n  gpt: {kind: openai, model: m, headers: {Authorization: {env: OPENAI_KEY}}}\n");
+    CHECK_THAT(auth.problem(), Catch::Contains("providers.gpt.headers.Authorization is set by the provider from api_key"));
+    loaded_config version(
+        "providers:\n  c: {kind: anthropic, model: m, api_key: {env: ANTHROPIC_KEY}, headers: {anthropic-version: x}}\n");
+    CHECK_THAT(version.problem(), Catch::Contains("providers.c.headers.anthropic-version is set by the provider"));
+}

@@ -50,6 +50,18 @@ TEST_CASE("an OpenAI-compatible provider returns the model's answer with usage a
     CHECK(!sent.at("body").as_object().contains("tools"));
 }
 
+TEST_CASE("an OpenAI-compatible provider sends its configured extra headers beside the key") {
+    fixture f;
+    auto s = f.settings("error-400");
+    s.headers = {{"OpenAI-Organization", "org-7c1e0b"}, {"X-Tenant", "a"}};
+    auto r = f.complete(s, ask("hi"));
+    REQUIRE(r.has_error());
+    auto headers = f.api.request(0).at("headers").as_object();
+    CHECK(headers.at("openai-organization") == "org-7c1e0b");
+    CHECK(headers.at("x-tenant") == "a");
+    CHECK(headers.at("authorization").as_string() == std::string("Bearer ") + key);
+}
+
 TEST_CASE("an OpenAI-compatible provider returns the tool calls the model asked for, arguments parsed") {
     fixture f;
     auto req = ask("compare alice and bob");
