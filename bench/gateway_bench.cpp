@@ -15,6 +15,13 @@
 // unless --airlock names another. DIR (default: the system temp directory) holds the generated
 // configurations and journals and the commit measurement, so all fsyncs hit the same disk.
 // --only measures just the rows whose name contains TEXT (and the commit), for a quick look.
+//
+// Attribution. The rows through airlock include one downstream HTTP hop (client → airlock's server)
+// that the direct stdio row lacks; the "airlock http hop" rows time it alone (an MCP server/discover,
+// answered by airlock's endpoint without gateway, journal or upstream) on the same client, so the
+// summary says how much of airlock-added is that hop. Each row also reports the CPU time per call
+// of the client, the gateway process (airlock or mcp-proxy) and the upstream; with every party on
+// the same cores, their sum bounds the calls/s a setup can reach here (the "CPU ceiling" line).
 
 #include "mcp/client.hpp"
 #include "mcp/http_transport.hpp"
@@ -30,6 +37,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +86,14 @@ struct settings {
     bool verbose = false;  // airlock's own client logs at debug
 };
 
+// CPU time (user + system) per call, by who spent it: the bench's own client, the gateway process
+// between client and upstream (airlock or mcp-proxy; none for direct rows), and every other
+// process the bench started (the upstream server, and mcp-proxy's child).
+struct cpu_per_call {
+    double client_us = 0, gateway_us = 0, upstream_us = 0;
+    double total_us() const { return client_us + gateway_us + upstream_us; }
+};
+
 struct phase {
     std::string target;
     int concurrency = 1;
@@ -85,6 +101,7 @@ struct phase {
     std::size_t calls = 0;
     std::size_t failures = 0;
     double seconds = 0, p50_us = 0, p99_us = 0;
+    cpu_per_call cpu;
     double rate() const { return seconds > 0 ? static_cast<double>(calls) / seconds : 0; }
 };
 
@@ -101,6 +118,61 @@ double percentile(std::vector<double> v, double p) {
 }
 
 double micros(clock_type::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+// CPU accounting. Clients, gateways and upstreams share this machine's cores, so what each spends per
+// call bounds the calls/s any of them can reach: a figure that does not drift with the load the way
+// wall-clock latency does.
+double cpu_seconds_of(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close = text.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos) return 0;
+    std::istringstream fields(text.substr(close + 2));
+    std::string f;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && fields >> f; ++i)
+        if (i == 14 || i == 15) ticks += std::stod(f);  // utime, stime
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// Every process below `pid`, from the children lists of each of its threads.
+void add_descendants(pid_t pid, std::vector<pid_t>& out) {
+    std::error_code ec;
+    for (auto const& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        std::ifstream in(task.path() / "children");
+        pid_t child;
+        while (in >> child) {
+            out.push_back(child);
+            add_descendants(child, out);
+        }
+    }
+}
+
+struct cpu_sample {
+    double client = 0, gateway = 0, others = 0;
+};
+
+cpu_sample sample_cpu(pid_t gateway) {
+    cpu_sample c;
+    rusage self{};
+    ::getrusage(RUSAGE_SELF, &self);
+    auto secs = [](timeval t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+    c.client = secs(self.ru_utime) + secs(self.ru_stime);
+    std::vector<pid_t> all;
+    add_descendants(::getpid(), all);
+    for (auto p : all) (p == gateway ? c.gateway : c.others) += cpu_seconds_of(p);
+    return c;
+}
+
+cpu_per_call per_call(cpu_sample const& before, cpu_sample const& after, std::size_t calls) {
+    cpu_per_call r;
+    if (calls == 0) return r;
+    auto us = [&](double a, double b) { return (b - a) * 1e6 / static_cast<double>(calls); };
+    r.client_us = us(before.client, after.client);
+    r.gateway_us = us(before.gateway, after.gateway);
+    r.upstream_us = us(before.others, after.others);
+    return r;
+}
 
 // Runs `ioc` until one coroutine has finished (rethrowing what it threw). Not ioc.run(): a client's
 // transport keeps reading its upstream in the background until closed, so the context never runs
@@ -165,6 +237,7 @@ public:
     peer_process& operator=(peer_process const&) = delete;
 
     std::string const& ready_line() const { return ready_line_; }
+    pid_t pid() const { return child_ ? child_->pid() : 0; }
 
     void stop() {
         if (!child_) return;
@@ -315,10 +388,17 @@ client_factory http_client(std::string server_name, std::string url, std::option
     };
 }
 
+// What each measured call is: the tool call, or (to time the downstream HTTP hop alone) an MCP
+// server/discover, which airlock's endpoint answers itself without the gateway, journal or upstream.
+enum class operation { tools_call, discover };
+
 // Warm-up, then `calls` sequential calls, then `concurrency` callers of `per_task` calls each, all
 // on one client on one thread; the client is closed (its child stopped) even when a phase throws.
+// The concurrent callers share the client: over HTTP each takes a pooled keep-alive connection of
+// its own (so 64 callers use 64 connections, one MCP session), the same for airlock and mcp-proxy.
+// `gateway` is the process between client and upstream, whose CPU time is reported apart.
 std::vector<phase> drive(std::string const& target, std::string const& server_name, client_factory const& make,
-                         settings const& s) {
+                         settings const& s, pid_t gateway = 0, operation op = operation::tools_call) {
     asio::io_context ioc;
     auto client = make(ioc.get_executor());
     auto const tool = *core::tool_id::parse("tool://" + server_name + "/get.sum");
@@ -326,32 +406,45 @@ std::vector<phase> drive(std::string const& target, std::string const& server_na
     std::vector<phase> out;
     std::exception_ptr failed;
 
+    // One measured operation; the text of its result, or nullopt when it failed.
+    auto once = [&]() -> asio::awaitable<std::optional<std::string>> {
+        if (op == operation::discover) {
+            std::string method = "server/discover";
+            boost::json::object params;
+            auto r = co_await client->async_forward(std::move(method), std::move(params));
+            if (!r) co_return std::nullopt;
+            co_return boost::json::serialize(*r);
+        }
+        std::optional<core::provenance> unsigned_call;
+        auto r = co_await client->async_call(tool, args, unsigned_call);
+        if (!r) co_return std::nullopt;
+        co_return boost::json::serialize(*r);
+    };
+    std::string const expected = op == operation::discover ? "supportedVersions" : "The sum of 2 and 3 is 5";
+
     try {
         auto sequential = [&]() -> asio::awaitable<phase> {
-            std::optional<core::provenance> unsigned_call;
             for (int i = 0; i < s.warmup; ++i) {
-                auto r = co_await client->async_call(tool, args, unsigned_call);
-                if (!r) {
-                    std::ostringstream why;
-                    why << r.error();
-                    throw std::runtime_error(target + ": warm-up call failed: " + why.str());
-                }
+                auto r = co_await once();
+                if (!r) throw std::runtime_error(target + ": warm-up call failed");
                 // The answer must be the real one, or the figures measure an error path.
-                if (i == 0 && boost::json::serialize(*r).find("The sum of 2 and 3 is 5") == std::string::npos)
-                    throw std::runtime_error(target + ": unexpected result " + boost::json::serialize(*r));
+                if (i == 0 && r->find(expected) == std::string::npos)
+                    throw std::runtime_error(target + ": unexpected result " + *r);
             }
             phase p;
             p.target = target;
             std::vector<double> lat;
             lat.reserve(static_cast<std::size_t>(s.calls));
+            auto cpu_before = sample_cpu(gateway);
             auto start = clock_type::now();
             for (int i = 0; i < s.calls; ++i) {
                 auto t0 = clock_type::now();
-                auto r = co_await client->async_call(tool, args, unsigned_call);
+                auto r = co_await once();
                 lat.push_back(micros(clock_type::now() - t0));
                 if (!r) ++p.failures;
             }
             p.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+            p.cpu = per_call(cpu_before, sample_cpu(gateway), lat.size());
             p.calls = lat.size();
             p.p50_us = percentile(lat, 0.50);
             p.p99_us = percentile(lat, 0.99);
@@ -368,11 +461,10 @@ std::vector<phase> drive(std::string const& target, std::string const& server_na
         // One closure for every caller, alive until the loop below has run them all: a coroutine
         // lambda reads its captures through the closure, so it must outlive the coroutine.
         auto worker = [&](std::size_t w) -> asio::awaitable<void> {
-            std::optional<core::provenance> unsigned_call;
             auto& mine = lat[w];
             for (int i = 0; i < s.per_task; ++i) {
                 auto t0 = clock_type::now();
-                auto r = co_await client->async_call(tool, args, unsigned_call);
+                auto r = co_await once();
                 mine.push_back(micros(clock_type::now() - t0));
                 if (!r) ++failures;  // one thread runs every caller: no race
             }
@@ -383,6 +475,7 @@ std::vector<phase> drive(std::string const& target, std::string const& server_na
             if (e && !worker_failed) worker_failed = e;
         };
         ioc.restart();
+        auto cpu_before = sample_cpu(gateway);
         auto start = clock_type::now();
         for (int w = 0; w < s.concurrency; ++w) asio::co_spawn(ioc, worker(static_cast<std::size_t>(w)), done);
         while (running > 0)
@@ -390,9 +483,11 @@ std::vector<phase> drive(std::string const& target, std::string const& server_na
                 throw std::runtime_error(target + ": " + std::to_string(running) +
                                          " concurrent callers wait for something that can no longer happen");
         p.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+        auto cpu_after = sample_cpu(gateway);
         if (worker_failed) std::rethrow_exception(worker_failed);
         std::vector<double> all;
         for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
+        p.cpu = per_call(cpu_before, cpu_after, all.size());
         p.calls = all.size();
         p.failures = failures;
         p.p50_us = percentile(all, 0.50);
@@ -492,12 +587,25 @@ int bench(settings const& s) {
         auto r = drive(target, server_name, make, s);
         rows.insert(rows.end(), r.begin(), r.end());
     };
+    // The downstream HTTP hop alone is timed on the fast stdio gateway: the rows through airlock
+    // include it, the direct rows do not, so it is the part of "airlock-added" that is transport.
+    auto const hop_target = std::string("airlock http hop");
     auto through = [&](std::string const& target, store::durability mode, upstream_via via, std::uint16_t up_port) {
-        if (!wanted(target)) return;
+        bool hop = target == "airlock fast stdio" && wanted(hop_target);
+        if (!wanted(target) && !hop) return;
         std::cerr << target << "...\n";
         airlock_gateway gw(binary, scratch.path / target, mode, via, up_port);
-        auto r = drive(target, "airlock", http_client("airlock", gw.url(), bench_token), s);
-        rows.insert(rows.end(), r.begin(), r.end());
+        auto const pid = gw.process->pid();
+        if (wanted(target)) {
+            auto r = drive(target, "airlock", http_client("airlock", gw.url(), bench_token), s, pid);
+            rows.insert(rows.end(), r.begin(), r.end());
+        }
+        if (hop) {
+            std::cerr << hop_target << "...\n";
+            auto r = drive(hop_target, "airlock", http_client("airlock", gw.url(), bench_token), s, pid,
+                           operation::discover);
+            rows.insert(rows.end(), r.begin(), r.end());
+        }
     };
 
     std::cerr << "durable journal commits (before)...\n";
@@ -516,7 +624,10 @@ int bench(settings const& s) {
                         {peers::mcp_proxy(), "--host", "127.0.0.1", "--port", "0", "--server", "stream", "--",
                          peers::node(), peers::everything(), "stdio"},
                         {});
-        direct("mcp-proxy stdio", "proxy", http_client("proxy", proxy.url(), std::nullopt));
+        std::cerr << "mcp-proxy stdio...\n";
+        auto r = drive("mcp-proxy stdio", "proxy", http_client("proxy", proxy.url(), std::nullopt), s,
+                       proxy.process->pid());
+        rows.insert(rows.end(), r.begin(), r.end());
     }
     std::cerr << "durable journal commits (after)...\n";
     auto const commit_after = measure_commit(scratch.path / "commit-journal-after", s.commits - s.commits / 2);
@@ -524,15 +635,20 @@ int bench(settings const& s) {
     double const commit_before_p50 = percentile(commit_before.latencies_us, 0.50);
     double const commit_after_p50 = percentile(commit_after.latencies_us, 0.50);
 
-    std::printf("%-24s %-11s %5s %7s %10s %10s %10s %9s\n", "target", "protocol", "conc", "calls", "calls/s", "p50 us",
-                "p99 us", "failures");
+    // CPU columns: microseconds of CPU per call spent by the bench's client, the gateway process
+    // (airlock or mcp-proxy) and the upstream (with anything else the bench started).
+    std::printf("%-24s %-11s %5s %7s %10s %10s %10s %9s %8s %8s %8s\n", "target", "protocol", "conc", "calls", "calls/s",
+                "p50 us", "p99 us", "failures", "cpu cli", "cpu gw", "cpu up");
     boost::json::array json_rows;
     for (auto const& r : rows) {
-        std::printf("%-24s %-11s %5d %7zu %10.0f %10.1f %10.1f %9zu\n", r.target.c_str(), r.protocol.c_str(),
-                    r.concurrency, r.calls, r.rate(), r.p50_us, r.p99_us, r.failures);
+        std::printf("%-24s %-11s %5d %7zu %10.0f %10.1f %10.1f %9zu %8.0f %8.0f %8.0f\n", r.target.c_str(),
+                    r.protocol.c_str(), r.concurrency, r.calls, r.rate(), r.p50_us, r.p99_us, r.failures,
+                    r.cpu.client_us, r.cpu.gateway_us, r.cpu.upstream_us);
         json_rows.push_back({{"target", r.target}, {"protocol", r.protocol}, {"concurrency", r.concurrency},
                              {"calls", r.calls}, {"calls_per_s", r.rate()}, {"p50_us", r.p50_us},
-                             {"p99_us", r.p99_us}, {"failures", r.failures}});
+                             {"p99_us", r.p99_us}, {"failures", r.failures},
+                             {"cpu_us_per_call", {{"client", r.cpu.client_us}, {"gateway", r.cpu.gateway_us},
+                                                  {"upstream", r.cpu.upstream_us}}}});
     }
     std::printf("%-24s %-11s %5d %7zu %10.0f %10.1f %10.1f %9zu\n", commit.target.c_str(), "-", 1, commit.calls,
                 commit.rate(), commit.p50_us, commit.p99_us, commit.failures);
@@ -561,6 +677,20 @@ int bench(settings const& s) {
     figure const durable_http_over_commit = minus(added_durable_http, commit_p50);
     figure const ratio_durable = over(rate("airlock durable stdio"), rate("mcp-proxy stdio"));
     figure const ratio_fast = over(rate("airlock fast stdio"), rate("mcp-proxy stdio"));
+    figure const hop = p50(hop_target);
+    figure const beyond_hop_durable = minus(added_durable_stdio, hop);
+    figure const beyond_hop_fast = minus(added_fast_stdio, hop);
+    // The most calls/s the machine's cores allow a setup at 64 concurrent, from the CPU every party
+    // spends per call there: no scheduling, waiting or I/O, just the arithmetic of shared cores.
+    unsigned const cores = std::max(1u, std::thread::hardware_concurrency());
+    auto ceiling = [&](std::string const& t) -> figure {
+        auto r = find_row(rows, t, s.concurrency);
+        return r && r->cpu.total_us() > 0 ? figure(cores * 1e6 / r->cpu.total_us()) : std::nullopt;
+    };
+    figure const ceiling_durable = ceiling("airlock durable stdio");
+    figure const ceiling_fast = ceiling("airlock fast stdio");
+    figure const ceiling_proxy = ceiling("mcp-proxy stdio");
+    figure const ceiling_direct = ceiling("direct stdio");
 
     auto text = [](figure f, char const* format) {
         if (!f) return std::string("n/a");
@@ -578,8 +708,14 @@ int bench(settings const& s) {
     std::printf("mcp-proxy-added p50, stdio upstream        : %9s us\n", text(proxy_added, "%.1f").c_str());
     std::printf("durable journal commit p50 / p99           : %9.1f / %.1f us  (p50 before the calls %.1f, after %.1f)\n",
                 commit.p50_us, commit.p99_us, commit_before_p50, commit_after_p50);
+    std::printf("downstream HTTP hop p50 (server/discover)  : %9s us  (airlock-added beyond it: durable %s us, fast %s us)\n",
+                text(hop, "%.1f").c_str(), text(beyond_hop_durable, "%.1f").c_str(), text(beyond_hop_fast, "%.1f").c_str());
     std::printf("calls/s at %d concurrent, airlock / mcp-proxy (stdio upstream): durable %sx, fast %sx\n",
                 s.concurrency, text(ratio_durable, "%.2f").c_str(), text(ratio_fast, "%.2f").c_str());
+    std::printf("CPU ceiling on %u cores at %d concurrent (calls/s if the CPU per call were the only limit): "
+                "direct stdio %s, airlock durable %s, airlock fast %s, mcp-proxy %s\n",
+                cores, s.concurrency, text(ceiling_direct, "%.0f").c_str(), text(ceiling_durable, "%.0f").c_str(),
+                text(ceiling_fast, "%.0f").c_str(), text(ceiling_proxy, "%.0f").c_str());
     std::fflush(stdout);
 
     auto json = [](figure f) { return f ? boost::json::value(*f) : boost::json::value(nullptr); };
@@ -592,7 +728,15 @@ int bench(settings const& s) {
                                 {"airlock_added_p50_us_durable_stdio_minus_commit", json(durable_stdio_over_commit)},
                                 {"airlock_added_p50_us_durable_http_minus_commit", json(durable_http_over_commit)},
                                 {"calls_per_s_ratio_airlock_durable_over_mcp_proxy", json(ratio_durable)},
-                                {"calls_per_s_ratio_airlock_fast_over_mcp_proxy", json(ratio_fast)}};
+                                {"calls_per_s_ratio_airlock_fast_over_mcp_proxy", json(ratio_fast)},
+                                {"http_hop_p50_us", json(hop)},
+                                {"airlock_added_p50_us_durable_stdio_beyond_hop", json(beyond_hop_durable)},
+                                {"airlock_added_p50_us_fast_stdio_beyond_hop", json(beyond_hop_fast)},
+                                {"cpu_ceiling_calls_per_s_direct_stdio", json(ceiling_direct)},
+                                {"cpu_ceiling_calls_per_s_airlock_durable_stdio", json(ceiling_durable)},
+                                {"cpu_ceiling_calls_per_s_airlock_fast_stdio", json(ceiling_fast)},
+                                {"cpu_ceiling_calls_per_s_mcp_proxy_stdio", json(ceiling_proxy)},
+                                {"cores", cores}};
     boost::json::object out{{"bench", "gateway"},
                             {"rows", json_rows},
                             {"commit", {{"p50_us", commit.p50_us}, {"p99_us", commit.p99_us}, {"appends", commit.calls},

@@ -290,15 +290,23 @@ std::u16string to_utf16(std::string_view s) {
 }
 
 result<void> write_string(std::string& out, std::string_view s) {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        if (decode_utf8(s, i) < 0)
-            return make_error("not_ijson", "string is not valid UTF-8" + at(i));
-    }
     static constexpr char hex[] = "0123456789abcdef";
     out.push_back('"');
-    for (char ch : s) {
-        auto c = static_cast<unsigned char>(ch);
+    // One pass: runs of bytes that stand for themselves are appended whole; only escapes and the
+    // validation of multi-byte sequences look at single bytes. This runs over every string of every
+    // journal record and provenance block, so it is on each gateway call's path several times.
+    std::size_t run = 0, i = 0;
+    while (i < s.size()) {
+        auto c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x80) {
+            if (decode_utf8(s, i) < 0) return make_error("not_ijson", "string is not valid UTF-8" + at(i));
+            continue;  // a valid sequence is written as it is
+        }
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            ++i;
+            continue;
+        }
+        out.append(s.data() + run, i - run);
         switch (c) {
             case '"': out += "\\\""; break;
             case '\\': out += "\\\\"; break;
@@ -308,15 +316,13 @@ result<void> write_string(std::string& out, std::string_view s) {
             case '\r': out += "\\r"; break;
             case '\t': out += "\\t"; break;
             default:
-                if (c < 0x20) {
-                    out += "\\u00";
-                    out.push_back(hex[c >> 4]);
-                    out.push_back(hex[c & 0xf]);
-                } else {
-                    out.push_back(ch);
-                }
+                out += "\\u00";
+                out.push_back(hex[c >> 4]);
+                out.push_back(hex[c & 0xf]);
         }
+        run = ++i;
     }
+    out.append(s.data() + run, s.size() - run);
     out.push_back('"');
     return {};
 }
@@ -347,24 +353,38 @@ result<void> write(std::string& out, boost::json::value const& v) {
         }
         case boost::json::kind::object: {
             auto const& obj = v.get_object();
-            struct member {
-                std::u16string order;
-                boost::json::key_value_pair const* kv;
-            };
-            std::vector<member> members;
+            std::vector<boost::json::key_value_pair const*> members;
             members.reserve(obj.size());
+            // UTF-8 byte order is code point order, which is UTF-16 order unless a name holds a
+            // character from U+E000 up (lead byte 0xEE or above): only such names pay for a
+            // UTF-16 copy to sort by.
+            bool bytes_order = true;
             for (auto const& kv : obj) {
                 auto key = kv.key();
                 if (!is_valid_utf8(key)) return make_error("not_ijson", "member name is not valid UTF-8");
-                members.push_back({to_utf16(key), &kv});
+                for (char ch : key)
+                    if (static_cast<unsigned char>(ch) >= 0xEE) bytes_order = false;
+                members.push_back(&kv);
             }
-            std::sort(members.begin(), members.end(), [](member const& a, member const& b) { return a.order < b.order; });
+            using member = boost::json::key_value_pair const*;
+            if (bytes_order) {
+                // char_traits<char> compares as unsigned char, i.e. by UTF-8 bytes.
+                std::sort(members.begin(), members.end(), [](member a, member b) {
+                    return std::string_view(a->key()) < std::string_view(b->key());
+                });
+            } else {
+                std::vector<std::pair<std::u16string, member>> keyed;
+                keyed.reserve(members.size());
+                for (auto m : members) keyed.emplace_back(to_utf16(m->key()), m);
+                std::sort(keyed.begin(), keyed.end(), [](auto const& a, auto const& b) { return a.first < b.first; });
+                for (std::size_t k = 0; k < keyed.size(); ++k) members[k] = keyed[k].second;
+            }
             out.push_back('{');
             for (std::size_t k = 0; k < members.size(); ++k) {
                 if (k) out.push_back(',');
-                if (auto r = write_string(out, members[k].kv->key()); !r) return r;
+                if (auto r = write_string(out, members[k]->key()); !r) return r;
                 out.push_back(':');
-                if (auto r = write(out, members[k].kv->value()); !r) return r;
+                if (auto r = write(out, members[k]->value()); !r) return r;
             }
             out.push_back('}');
             return {};

@@ -275,6 +275,12 @@ struct http_server::state : std::enable_shared_from_this<state> {
         } g{*this, it};
         bool over_capacity = now > options.max_connections;
 
+        if (!options.unix_socket) {
+            // Without it, a response written in pieces (an SSE head, then each event) waits for
+            // the client's delayed ACK before the next piece leaves: tens of milliseconds.
+            boost::system::error_code ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
+        }
         plain_stream plain(std::move(socket));
         if (!tls) {
             c->cancel_io = [&plain] {

@@ -78,6 +78,8 @@ struct read_txn {
 // One queued write. The writer runs it inside a child transaction of the batch and completes the
 // waiting coroutine after the batch commits.
 struct write_op {
+    bool deferred = false;                           // see lmdb_store::async_append_deferred
+    std::chrono::steady_clock::time_point due;       // deferred: committed by then at the latest
     virtual ~write_op() = default;
     virtual bool run(MDB_txn* txn) = 0;  // true: commit this op's child transaction
     virtual void fail(error e) = 0;      // the batch could not be made durable
@@ -127,6 +129,7 @@ struct lmdb_store::impl {
     std::mutex mutex;
     std::condition_variable wake;
     std::deque<std::unique_ptr<write_op>> queue;
+    std::size_t urgent = 0;  // queued ops that are not deferred: the writer commits as soon as there is one
     bool stopping = false;
     std::thread writer;
     std::atomic<std::uint64_t> batches{0}, operations{0};
@@ -149,9 +152,14 @@ struct lmdb_store::impl {
     }
 
     void enqueue(std::unique_ptr<write_op> op) {
+        bool notify = false;
         {
             std::lock_guard lock(mutex);
             if (!stopping) {
+                // A deferred op wakes the writer only to set its deadline (when nothing else is
+                // queued, the writer may be waiting without one); an urgent op always does.
+                notify = !op->deferred || queue.empty();
+                if (!op->deferred) ++urgent;
                 queue.push_back(std::move(op));
                 op = nullptr;
             }
@@ -161,31 +169,46 @@ struct lmdb_store::impl {
             op->complete();
             return;
         }
-        wake.notify_one();
+        if (notify) wake.notify_one();
     }
 
     void writer_loop() {
+        using steady = std::chrono::steady_clock;
         bool dirty = false;
         for (;;) {
             std::vector<std::unique_ptr<write_op>> batch;
+            bool sync_now = false;
             {
                 std::unique_lock lock(mutex);
-                auto ready = [&] { return !queue.empty() || stopping; };
-                if (options.mode == durability::fast && dirty) {
-                    if (!wake.wait_for(lock, options.sync_interval, ready)) {
-                        lock.unlock();
-                        mdb_env_sync(env, 1);
-                        dirty = false;
-                        continue;
+                // Fast mode syncs once the queue has been quiet for sync_interval after a commit.
+                auto const sync_at = options.mode == durability::fast && dirty ? steady::now() + options.sync_interval
+                                                                               : steady::time_point::max();
+                for (;;) {
+                    if (stopping || urgent > 0) break;
+                    // Only deferred ops are queued (if any), oldest first: the front one is due first.
+                    auto const now = steady::now();
+                    if (!queue.empty() && queue.front()->due <= now) break;
+                    if (now >= sync_at) {
+                        sync_now = queue.empty();  // otherwise commit what is deferred; the sync follows later
+                        break;
                     }
-                } else {
-                    wake.wait(lock, ready);
+                    auto const wake_at = queue.empty() ? sync_at : std::min(sync_at, queue.front()->due);
+                    if (wake_at == steady::time_point::max())
+                        wake.wait(lock);
+                    else
+                        wake.wait_until(lock, wake_at);
                 }
                 if (queue.empty() && stopping) return;
-                while (!queue.empty() && batch.size() < options.max_batch) {
+                while (!sync_now && !queue.empty() && batch.size() < options.max_batch) {
+                    if (!queue.front()->deferred) --urgent;
                     batch.push_back(std::move(queue.front()));
                     queue.pop_front();
                 }
+            }
+            if (sync_now) {
+                mdb_env_sync(env, 1);
+                dirty = false;
+                continue;
             }
             commit_batch(batch);
             dirty = true;
@@ -222,10 +245,13 @@ struct lmdb_store::impl {
     }
 
     template <class T>
-    asio::awaitable<result<T>> submit(std::function<result<T>(MDB_txn*)> fn) {
-        auto initiation = [this](auto handler, std::function<result<T>(MDB_txn*)> f) {
+    asio::awaitable<result<T>> submit(std::function<result<T>(MDB_txn*)> fn, bool deferred = false) {
+        auto initiation = [this, deferred](auto handler, std::function<result<T>(MDB_txn*)> f) {
             using handler_type = std::decay_t<decltype(handler)>;
-            enqueue(std::make_unique<typed_op<T, handler_type>>(std::move(f), std::move(handler)));
+            auto op = std::make_unique<typed_op<T, handler_type>>(std::move(f), std::move(handler));
+            op->deferred = deferred;
+            if (deferred) op->due = std::chrono::steady_clock::now() + options.defer_limit;
+            enqueue(std::move(op));
         };
         co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(result<T>)>(initiation, asio::use_awaitable,
                                                                                           std::move(fn));
@@ -426,6 +452,17 @@ asio::awaitable<result<std::vector<core::record>>> lmdb_store::async_append(std:
             return p->apply_append(txn, run_id, records);
         };
     co_return co_await p->submit<std::vector<core::record>>(std::move(fn));
+}
+
+asio::awaitable<result<std::vector<core::record>>> lmdb_store::async_append_deferred(
+    std::string run_id, std::vector<core::new_record> records) {
+    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    auto* p = impl_.get();
+    std::function<result<std::vector<core::record>>(MDB_txn*)> fn =
+        [p, run_id = std::move(run_id), records = std::move(records)](MDB_txn* txn) {
+            return p->apply_append(txn, run_id, records);
+        };
+    co_return co_await p->submit<std::vector<core::record>>(std::move(fn), true);
 }
 
 asio::awaitable<result<core::record>> lmdb_store::async_seal(std::string run_id, std::string status, std::string reason) {

@@ -25,6 +25,9 @@ struct lmdb_options {
     durability mode = durability::durable;
     std::chrono::milliseconds sync_interval{200};   // fast mode only
     std::size_t max_batch = 4096;                   // appends committed in one transaction at most
+    // How long a deferred append (async_append_deferred) may wait for an append that must be
+    // committed now to ride along with; past it, it is committed on its own.
+    std::chrono::milliseconds defer_limit{10};
 };
 
 class lmdb_store final : public core::journal_store, public core::pin_store {
@@ -39,6 +42,12 @@ public:
 
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_append(
         std::string run_id, std::vector<core::new_record> records) override;
+    // An append whose durability nobody waits for (a gateway call's outcome, written after the
+    // reply): it is committed in the same transaction as the next append that must be committed
+    // now, or after defer_limit, whichever comes first, and completes then. Records keep the order
+    // in which they were submitted, deferred or not; close() commits whatever is deferred.
+    boost::asio::awaitable<core::result<std::vector<core::record>>> async_append_deferred(
+        std::string run_id, std::vector<core::new_record> records);
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_read(std::string run_id,
                                                                                std::uint64_t from_seq) override;
     boost::asio::awaitable<core::result<std::optional<core::run_summary>>> async_head(std::string run_id) override;

@@ -5,6 +5,8 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <catch2/catch.hpp>
 
@@ -15,6 +17,7 @@
 #include <atomic>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -178,6 +181,101 @@ TEST_CASE("a byte flipped in a stored record makes verify name that run and seq"
     auto ok = s->verify("bystander");
     REQUIRE(ok.has_value());
     CHECK_FALSE(ok->has_value());
+}
+
+namespace {
+
+std::unique_ptr<store::lmdb_store> open_deferring(std::filesystem::path const& dir, std::chrono::milliseconds limit) {
+    store::lmdb_options o;
+    o.directory = dir;
+    o.map_size = std::size_t{64} << 20;
+    o.defer_limit = limit;
+    auto s = store::lmdb_store::open(o);
+    REQUIRE(s.has_value());
+    return std::move(*s);
+}
+
+// The records of `run` as a fresh open of the journal in `dir` sees them.
+std::vector<core::record> reread(std::filesystem::path const& dir, std::string const& run) {
+    auto s = open_store(dir);
+    auto recs = s->read(run);
+    REQUIRE(recs.has_value());
+    return std::move(*recs);
+}
+
+}  // namespace
+
+TEST_CASE("a deferred append is committed in the same transaction as the next append, in submission order") {
+    temp_dir dir;
+    // A limit no test waits for: only the second append can get the first one committed.
+    auto s = open_deferring(dir.path(), std::chrono::minutes(10));
+    REQUIRE(run_awaitable(s->async_append("d", {admitted()})).has_value());
+    auto const before = s->writer_stats();
+    asio::io_context ioc;
+    std::optional<core::result<std::vector<core::record>>> outcome, next;
+    auto deferred = [&]() -> asio::awaitable<void> {
+        std::vector<core::new_record> rec{note("outcome")};
+        std::string run = "d";
+        outcome = co_await s->async_append_deferred(run, std::move(rec));
+    };
+    auto urgent = [&]() -> asio::awaitable<void> {
+        std::vector<core::new_record> rec{note("next call")};
+        std::string run = "d";
+        next = co_await s->async_append(run, std::move(rec));
+    };
+    // One thread, in this order: the deferred append is queued before the urgent one.
+    asio::co_spawn(ioc, deferred, asio::detached);
+    asio::co_spawn(ioc, urgent, asio::detached);
+    ioc.run();
+    REQUIRE(outcome.has_value());
+    REQUIRE(outcome->has_value());
+    REQUIRE(next.has_value());
+    REQUIRE(next->has_value());
+    CHECK((*outcome)->front().seq == 2);
+    CHECK((*next)->front().seq == 3);
+    auto const after = s->writer_stats();
+    CHECK(after.operations - before.operations == 2);
+    CHECK(after.batches - before.batches == 1);
+    auto v = s->verify("d");
+    REQUIRE(v.has_value());
+    CHECK_FALSE(v->has_value());
+}
+
+TEST_CASE("a deferred append with nothing to ride along is committed on its own") {
+    temp_dir dir;
+    auto s = open_deferring(dir.path(), std::chrono::milliseconds(5));
+    REQUIRE(run_awaitable(s->async_append("alone", {admitted()})).has_value());
+    auto r = run_awaitable(s->async_append_deferred("alone", {note("outcome")}));
+    REQUIRE(r.has_value());
+    CHECK(r->front().seq == 2);
+    s.reset();
+    auto recs = reread(dir.path(), "alone");
+    REQUIRE(recs.size() == 2);
+    CHECK(recs.back().body.at("text") == "outcome");
+}
+
+TEST_CASE("closing the journal commits deferred appends instead of dropping them") {
+    temp_dir dir;
+    {
+        auto s = open_deferring(dir.path(), std::chrono::minutes(10));
+        REQUIRE(run_awaitable(s->async_append("c", {admitted()})).has_value());
+        asio::io_context ioc;
+        std::optional<core::result<std::vector<core::record>>> outcome;
+        auto deferred = [&]() -> asio::awaitable<void> {
+            std::vector<core::new_record> rec{note("last outcome")};
+            std::string run = "c";
+            outcome = co_await s->async_append_deferred(run, std::move(rec));
+        };
+        asio::co_spawn(ioc, deferred, asio::detached);
+        // Runs once the append above is queued (same thread, in order): shutdown, as the service does it.
+        asio::post(ioc, [&] { s->close(); });
+        ioc.run();
+        REQUIRE(outcome.has_value());
+        CHECK(outcome->has_value());
+    }
+    auto recs = reread(dir.path(), "c");
+    REQUIRE(recs.size() == 2);
+    CHECK(recs.back().body.at("text") == "last outcome");
 }
 
 TEST_CASE("fast mode keeps what it acknowledged across a clean close") {
