@@ -1,5 +1,7 @@
 #include "core/label.hpp"
 
+#include <boost/json/array.hpp>
+
 #include "core/canonical_json.hpp"
 
 #include <algorithm>
@@ -100,6 +102,36 @@ bool is_json_pointer(std::string_view pointer) noexcept {
         ++i;
     }
     return true;
+}
+
+boost::json::object to_json(label const& l) {
+    boost::json::array sources;
+    for (auto const& s : l.sources) sources.push_back(boost::json::value(s));
+    return {{"trust", to_string(l.trust)}, {"sensitivity", to_string(l.sensitivity)}, {"sources", std::move(sources)}};
+}
+
+result<label> label_from_json(boost::json::value const& v) {
+    auto const* o = v.if_object();
+    if (!o) return make_error("invalid_label", "a label must be an object");
+    label l;
+    if (auto const* t = o->if_contains("trust")) {
+        auto parsed = t->is_string() ? parse_trust(t->get_string()) : std::nullopt;
+        if (!parsed) return make_error("invalid_label", "label.trust must be trusted or untrusted");
+        l.trust = *parsed;
+    }
+    if (auto const* s = o->if_contains("sensitivity")) {
+        auto parsed = s->is_string() ? parse_sensitivity(s->get_string()) : std::nullopt;
+        if (!parsed) return make_error("invalid_label", "label.sensitivity must be public, internal, confidential or secret");
+        l.sensitivity = *parsed;
+    }
+    if (auto const* s = o->if_contains("sources")) {
+        if (!s->is_array()) return make_error("invalid_label", "label.sources must be an array of strings");
+        for (auto const& item : s->get_array()) {
+            if (!item.is_string()) return make_error("invalid_label", "label.sources must be an array of strings");
+            l.sources.insert(std::string(item.get_string()));
+        }
+    }
+    return l;
 }
 
 }  // namespace airlock::core

@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include <cstdint>
@@ -44,6 +45,11 @@ struct tainted {
     // The join of every label that reaches any part of the value.
     label overall() const;
 };
+
+// {"trust": "...", "sensitivity": "...", "sources": [...]}: how labels are journaled.
+boost::json::object to_json(label const& l);
+// Reads what to_json writes; absent fields take the trusted/public/no-source defaults.
+result<label> label_from_json(boost::json::value const& v);
 
 // True when `pointer` is an absolute RFC 6901 pointer ("" or "/a/b", escapes ~0 ~1 only).
 bool is_json_pointer(std::string_view pointer) noexcept;

@@ -48,7 +48,7 @@ constexpr std::string_view tool_scheme = "tool://";
 
 // An `arguments` schema is the only place a YAML alias could be expanded recursively; a bound keeps
 // a few hundred bytes of aliases from becoming gigabytes of JSON.
-constexpr std::size_t max_argument_nodes = 100000;
+constexpr std::size_t max_argument_nodes = yaml::max_json_nodes;
 
 using yaml::all_digits;
 using yaml::child_path;
@@ -134,92 +134,6 @@ public:
         }
         if (!ok) return std::nullopt;
         return out;
-    }
-
-    // Any YAML value as JSON, for the `arguments` schema that is carried rather than interpreted.
-    std::optional<boost::json::value> json(YAML::Node const& n, std::string const& path, std::size_t& budget) {
-        if (budget == 0) {
-            fail("too_large", path + " expands to more than " + std::to_string(max_argument_nodes) + " values");
-            return std::nullopt;
-        }
-        --budget;
-        if (n.IsMap()) {
-            boost::json::object out;
-            for (auto const& kv : n) {
-                if (!kv.first.IsScalar()) {
-                    fail("wrong_type", "a key in " + path + " is " + describe(kv.first) + "; keys must be strings");
-                    return std::nullopt;
-                }
-                auto const& key = kv.first.Scalar();
-                auto key_path = child_path(path, key);
-                if (!is_valid_utf8(key)) {
-                    fail("not_utf8", "a key in " + path + " is not valid UTF-8");
-                    return std::nullopt;
-                }
-                if (out.contains(key)) {
-                    fail("duplicate_key", key_path + " is written twice");
-                    return std::nullopt;
-                }
-                auto v = json(kv.second, key_path, budget);
-                if (!v) return std::nullopt;
-                out.emplace(key, std::move(*v));
-            }
-            return boost::json::value(std::move(out));
-        }
-        if (n.IsSequence()) {
-            boost::json::array out;
-            for (std::size_t i = 0; i < n.size(); ++i) {
-                auto v = json(n[i], index_path(path, i), budget);
-                if (!v) return std::nullopt;
-                out.push_back(std::move(*v));
-            }
-            return boost::json::value(std::move(out));
-        }
-        switch (classify(n)) {
-            case scalar_kind::null_: return boost::json::value(nullptr);
-            case scalar_kind::boolean: {
-                auto b = boolean(n, path);
-                if (!b) return std::nullopt;
-                return boost::json::value(*b);
-            }
-            case scalar_kind::string: {
-                auto s = string(n, path);
-                if (!s) return std::nullopt;
-                return boost::json::value(*s);
-            }
-            case scalar_kind::integer: return integer_json(n.Scalar(), path);
-            case scalar_kind::floating: {
-                std::string_view s = n.Scalar();
-                double d = std::strtod(std::string(s).c_str(), nullptr);
-                if (!std::isfinite(d)) {
-                    fail("invalid_value", path + " is " + n.Scalar() + ", which JSON cannot hold");
-                    return std::nullopt;
-                }
-                return boost::json::value(d);
-            }
-            case scalar_kind::other_tag: break;
-        }
-        fail("wrong_type", path + " is " + describe(n) + "; explicit YAML tags other than !!str are not supported");
-        return std::nullopt;
-    }
-
-private:
-    std::optional<boost::json::value> integer_json(std::string_view s, std::string const& path) {
-        int base = 10;
-        bool negative = false;
-        if (s.starts_with("0o")) { base = 8; s.remove_prefix(2); }
-        else if (s.starts_with("0x")) { base = 16; s.remove_prefix(2); }
-        else if (s.starts_with('-')) { negative = true; s.remove_prefix(1); }
-        else if (s.starts_with('+')) { s.remove_prefix(1); }
-        std::uint64_t magnitude = 0;
-        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), magnitude, base);
-        if (ec == std::errc{} && end == s.data() + s.size()) {
-            if (!negative) return boost::json::value(magnitude);
-            if (magnitude <= std::uint64_t{1} << 63)
-                return boost::json::value(static_cast<std::int64_t>(0 - magnitude));
-        }
-        fail("invalid_value", path + " is an integer too large for JSON to carry exactly");
-        return std::nullopt;
     }
 };
 

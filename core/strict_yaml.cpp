@@ -4,10 +4,14 @@
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 
 // yaml-cpp hands back text and leaves typing to the reader, and its own as<bool>() takes YAML 1.1's
 // yes/no/on/off. A security manifest or a gateway's configuration should mean the same thing to
@@ -197,6 +201,90 @@ std::optional<bool> reader::boolean(YAML::Node const& n, std::string const& path
     }
     auto const& s = n.Scalar();
     return s == "true" || s == "True" || s == "TRUE";
+}
+
+std::optional<boost::json::value> reader::integer_json(std::string_view s, std::string const& path) {
+    int base = 10;
+    bool negative = false;
+    if (s.starts_with("0o")) { base = 8; s.remove_prefix(2); }
+    else if (s.starts_with("0x")) { base = 16; s.remove_prefix(2); }
+    else if (s.starts_with('-')) { negative = true; s.remove_prefix(1); }
+    else if (s.starts_with('+')) { s.remove_prefix(1); }
+    std::uint64_t magnitude = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), magnitude, base);
+    if (ec == std::errc{} && end == s.data() + s.size()) {
+        if (!negative) return boost::json::value(magnitude);
+        if (magnitude <= std::uint64_t{1} << 63)
+            return boost::json::value(static_cast<std::int64_t>(0 - magnitude));
+    }
+    fail("invalid_value", path + " is an integer too large for JSON to carry exactly");
+    return std::nullopt;
+}
+
+std::optional<boost::json::value> reader::json(YAML::Node const& n, std::string const& path, std::size_t& budget) {
+    if (budget == 0) {
+        fail("too_large", path + " expands to more than " + std::to_string(max_json_nodes) + " values");
+        return std::nullopt;
+    }
+    --budget;
+    if (n.IsMap()) {
+        boost::json::object out;
+        for (auto const& kv : n) {
+            if (!kv.first.IsScalar()) {
+                fail("wrong_type", "a key in " + path + " is " + describe(kv.first) + "; keys must be strings");
+                return std::nullopt;
+            }
+            auto const& key = kv.first.Scalar();
+            auto key_path = child_path(path, key);
+            if (!is_valid_utf8(key)) {
+                fail("not_utf8", "a key in " + path + " is not valid UTF-8");
+                return std::nullopt;
+            }
+            if (out.contains(key)) {
+                fail("duplicate_key", key_path + " is written twice");
+                return std::nullopt;
+            }
+            auto v = json(kv.second, key_path, budget);
+            if (!v) return std::nullopt;
+            out.emplace(key, std::move(*v));
+        }
+        return boost::json::value(std::move(out));
+    }
+    if (n.IsSequence()) {
+        boost::json::array out;
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            auto v = json(n[i], index_path(path, i), budget);
+            if (!v) return std::nullopt;
+            out.push_back(std::move(*v));
+        }
+        return boost::json::value(std::move(out));
+    }
+    switch (classify(n)) {
+        case scalar_kind::null_: return boost::json::value(nullptr);
+        case scalar_kind::boolean: {
+            auto b = boolean(n, path);
+            if (!b) return std::nullopt;
+            return boost::json::value(*b);
+        }
+        case scalar_kind::string: {
+            auto s = string(n, path);
+            if (!s) return std::nullopt;
+            return boost::json::value(*s);
+        }
+        case scalar_kind::integer: return integer_json(n.Scalar(), path);
+        case scalar_kind::floating: {
+            std::string_view s = n.Scalar();
+            double d = std::strtod(std::string(s).c_str(), nullptr);
+            if (!std::isfinite(d)) {
+                fail("invalid_value", path + " is " + n.Scalar() + ", which JSON cannot hold");
+                return std::nullopt;
+            }
+            return boost::json::value(d);
+        }
+        case scalar_kind::other_tag: break;
+    }
+    fail("wrong_type", path + " is " + describe(n) + "; explicit YAML tags other than !!str are not supported");
+    return std::nullopt;
 }
 
 }  // namespace airlock::core::yaml

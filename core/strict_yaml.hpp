@@ -13,9 +13,14 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/json/value.hpp>
+
 #include <yaml-cpp/node/node.h>
 
 namespace airlock::core::yaml {
+
+// The most values one json() call may produce.
+inline constexpr std::size_t max_json_nodes = 100000;
 
 // What a scalar is under the YAML 1.2 core schema; other_tag is an explicit tag other than !!str.
 enum class scalar_kind { null_, boolean, integer, floating, string, other_tag };
@@ -71,12 +76,17 @@ public:
     // A string with something in it other than whitespace.
     std::optional<std::string> text(YAML::Node const& n, std::string const& path);
     std::optional<bool> boolean(YAML::Node const& n, std::string const& path);
+    // Any YAML value as JSON (values carried rather than interpreted: schemas, tool arguments).
+    // `budget` counts the values still allowed, so aliases cannot expand without bound; start it at
+    // max_json_nodes.
+    std::optional<boost::json::value> json(YAML::Node const& n, std::string const& path, std::size_t& budget);
 
 protected:
     // `path` as messages name it: the document's name for the root.
     std::string what(std::string const& path) const;
     // True when `key` (of the mapping at `path`) is a string not in `seen`; adds it to `seen`.
     bool key_ok(YAML::Node const& key, std::string const& path, std::set<std::string>& seen);
+    std::optional<boost::json::value> integer_json(std::string_view s, std::string const& path);
 
 private:
     rules rules_;
