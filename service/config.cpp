@@ -1081,6 +1081,57 @@ std::string token_problem(std::string_view token) {
     return {};
 }
 
+// A manifest file named at `v`: every problem it has is recorded under `p`, naming the file.
+std::optional<std::pair<fs::path, core::manifest>> read_manifest_file(reader& r, YAML::Node const& v, std::string const& p) {
+    auto got = r.file(v, p, max_manifest_bytes);
+    if (!got) return std::nullopt;
+    auto where = p + " (" + got->first.string() + "): ";
+    auto problems = core::manifest_problems(got->second);
+    for (auto& e : problems) r.fail(e.code, where + e.message);
+    if (!problems.empty()) return std::nullopt;
+    auto m = core::parse_manifest(got->second);
+    if (!m) {
+        r.fail(m.error().code, where + m.error().message);
+        return std::nullopt;
+    }
+    return std::pair{got->first, std::move(*m)};
+}
+
+std::optional<agent_config> read_agent(reader& r, YAML::Node const& n, std::string const& p) {
+    if (!r.mapping(n, p, {"manifest", "script", "provider"})) return std::nullopt;
+    std::size_t before = r.problems.size();
+    agent_config a;
+    if (auto const v = n["manifest"]; !v) {
+        r.fail("missing_field", p + ".manifest is required (the agent's reviewed declaration)");
+    } else if (auto got = read_manifest_file(r, v, p + ".manifest")) {
+        a.manifest_file = got->first;
+        a.manifest = std::move(got->second);
+        a.name = a.manifest.name;
+        if (!a.manifest.execution)
+            r.fail("missing_field", p + ".manifest (" + got->first.string() +
+                                        "): spec.execution is required for an agent airlock runs");
+    }
+    auto const script = n["script"];
+    auto const provider = n["provider"];
+    if (script && provider) {
+        r.fail("conflicting_fields", p + " sets both script and provider; the agent uses one model provider");
+    } else if (!script && !provider) {
+        r.fail("missing_field", p + " needs script (the scripted provider plays that file) or provider (a name from "
+                                    "the providers section)");
+    } else if (script) {
+        if (auto got = r.file(script, p + ".script", max_manifest_bytes)) {
+            a.script_file = got->first;
+            auto parsed = parse_script(got->second, show_path(got->first));
+            if (parsed) a.scripted = std::move(*parsed);
+            else r.fail(parsed.error().code, p + ".script: " + parsed.error().message);
+        }
+    } else if (auto name = r.text(provider, p + ".provider")) {
+        a.provider = *name;
+    }
+    if (r.problems.size() != before) return std::nullopt;
+    return a;
+}
+
 std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, std::string const& p) {
     if (!r.mapping(n, p, {"name", "token_file", "token_env", "create_if_missing", "manifest", "trusted", "anonymous"}))
         return std::nullopt;
@@ -1144,15 +1195,9 @@ std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, s
     }
     if (auto const v = n["manifest"]; !v) {
         r.fail("missing_field", p + ".manifest is required (it grants the tools this principal may use)");
-    } else if (auto got = r.file(v, p + ".manifest", max_manifest_bytes)) {
+    } else if (auto got = read_manifest_file(r, v, p + ".manifest")) {
         pc.manifest_file = got->first;
-        auto where = p + ".manifest (" + got->first.string() + "): ";
-        auto problems = core::manifest_problems(got->second);
-        for (auto& e : problems) r.fail(e.code, where + e.message);
-        if (problems.empty()) {
-            if (auto m = core::parse_manifest(got->second)) pc.manifest = std::move(*m);
-            else r.fail(m.error().code, where + m.error().message);
-        }
+        pc.manifest = std::move(got->second);
     }
     if (auto const v = n["trusted"]) {
         if (auto b = r.boolean(v, p + ".trusted")) pc.trusted = *b;
@@ -1358,7 +1403,7 @@ loaded load(fs::path const& file, env_lookup const& env) {
     };
     reader r(c.base_dir, env);
     if (r.mapping(doc, "", {"server", "journal", "signing", "upstreams", "egress", "principals", "providers",
-                                 "logging", "runs"})) {
+                                 "agents", "logging", "runs"})) {
         if (auto const v = section(doc, "server")) read_server(r, v, c.server);
         if (auto const v = section(doc, "journal")) read_journal(r, v, c.journal);
         if (auto const v = section(doc, "signing")) c.signing = read_signing(r, v);
@@ -1371,6 +1416,17 @@ loaded load(fs::path const& file, env_lookup const& env) {
         if (auto const v = section(doc, "principals"))
             read_list(r, v, "principals", c.principals, principal_at, read_principal);
         if (auto const v = section(doc, "providers")) read_providers(r, v, c.providers);
+        if (auto const v = section(doc, "agents")) {
+            std::vector<std::size_t> agent_at;
+            read_list(r, v, "agents", c.agents, agent_at, read_agent);
+            for (std::size_t i = 0; i < c.agents.size(); ++i) {
+                auto const& name = c.agents[i].provider;
+                if (name && std::none_of(c.providers.begin(), c.providers.end(),
+                                         [&](provider_config const& pc) { return pc.name == *name; }))
+                    r.fail("unknown_provider", index_path("agents", agent_at[i]) + ".provider names " + in_quotes(*name) +
+                                                   ", which the providers section does not define");
+            }
+        }
         if (auto const v = section(doc, "logging")) {
             if (r.mapping(v, "logging", {"level", "format"})) {
                 if (auto const l = v["level"]) {
@@ -1644,6 +1700,9 @@ std::string summary(config const& c) {
         o << "\n";
     }
     o << "logging     " << to_string(c.logging.level) << ", " << to_string(c.logging.format) << "\n";
+    for (auto const& a : c.agents)
+        o << "agent       " << a.name << " " << a.manifest.version << " (" << a.manifest_file.string() << "), model from "
+          << (a.script_file ? "the script " + a.script_file->string() : "provider " + a.provider.value_or("")) << "\n";
     o << "runs        at most " << c.runs.max_concurrent_runs << " at once\n";
     if (!c.warnings.empty()) {
         o << "warnings    " << c.warnings.size() << "\n";

@@ -14,6 +14,7 @@
 #include "core/tool.hpp"
 #include "mcp/http_transport.hpp"
 #include "mcp/stdio_transport.hpp"
+#include "service/providers/scripted.hpp"
 #include "store/lmdb_store.hpp"
 
 #include <chrono>
@@ -127,6 +128,16 @@ struct provider_config {
     std::optional<std::filesystem::path> script;  // scripted: the script of turns it plays
 };
 
+// An agent airlock runs (REST /v1/runs, `airlock replay`): its manifest and its model provider.
+struct agent_config {
+    std::string name;  // the manifest's metadata.name
+    std::filesystem::path manifest_file;
+    core::manifest manifest;
+    std::optional<std::filesystem::path> script_file;  // the scripted provider plays this script
+    std::optional<service::script> scripted;  // parsed from script_file
+    std::optional<std::string> provider;  // or: a provider by name from the providers section
+};
+
 enum class log_level { trace, debug, info, warn, error };
 enum class log_format { json, text };
 
@@ -149,6 +160,7 @@ struct config {
     core::egress_allowlist egress;
     std::vector<principal_config> principals;
     std::vector<provider_config> providers;
+    std::vector<agent_config> agents;
     logging_config logging;
     runs_config runs;
     // Valid but probably not what was meant (an upstream egress does not allow, a token file others

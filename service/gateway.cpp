@@ -1,4 +1,5 @@
 #include "service/gateway.hpp"
+#include "service/rfc3339.hpp"
 
 #include "core/canonical_json.hpp"
 #include "core/sha256.hpp"
@@ -35,19 +36,6 @@ constexpr auto retry_backoff = std::chrono::seconds(5);
 
 void csprng(std::uint8_t* out, std::size_t n) {
     if (RAND_bytes(out, static_cast<int>(n)) != 1) throw std::runtime_error("RAND_bytes failed");
-}
-
-std::string rfc3339(std::chrono::system_clock::time_point t) {
-    auto secs = std::chrono::floor<std::chrono::seconds>(t);
-    auto day = std::chrono::floor<std::chrono::days>(secs);
-    std::chrono::year_month_day ymd{day};
-    std::chrono::hh_mm_ss hms{secs - day};
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02lld:%02lld:%02lldZ", static_cast<int>(ymd.year()),
-                  static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                  static_cast<long long>(hms.hours().count()), static_cast<long long>(hms.minutes().count()),
-                  static_cast<long long>(hms.seconds().count()));
-    return buf;
 }
 
 json::object refusal_result(std::string_view text) {

@@ -31,7 +31,7 @@ constexpr subcommand subcommands[] = {
     {"stdio", "serve one MCP client on stdin/stdout (for hosts that spawn their servers)", true},
     {"check", "validate an agent manifest or a configuration file", true},
     {"run", "run one agent from a manifest and print its output", false},
-    {"replay", "re-run a journaled run from the journal alone (no model or tool calls)", false},
+    {"replay", "re-run a journaled run from the journal alone (no model or tool calls)", true},
     {"journal", "verify, show, export and import journaled runs", true},
     {"pins", "list pinned upstream tool definitions, accept a changed one", true},
     {"tools", "list the tools of one upstream MCP server (stdio:CMD or an http(s) URL)", true},
@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "serve") return airlock::service::run_serve(rest);
     if (cmd == "stdio") return airlock::service::run_stdio(rest);
+    if (cmd == "replay") return airlock::service::run_replay(rest);
     if (cmd == "check") return airlock::service::run_check(rest);
     if (cmd == "journal") return airlock::service::run_journal(rest);
     if (cmd == "tools") return airlock::service::run_tools(rest);

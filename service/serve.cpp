@@ -8,6 +8,9 @@
 #include "service/http_server.hpp"
 #include "service/mcp_endpoint.hpp"
 #include "service/rest_api.hpp"
+#include "service/providers/factory.hpp"
+#include "service/runner_control.hpp"
+#include "service/runner_factory.hpp"
 #include "service/stdio_endpoint.hpp"
 #include "store/lmdb_store.hpp"
 
@@ -16,6 +19,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_future.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
@@ -37,6 +41,11 @@ constexpr char serve_usage[] =
     "                       127.0.0.1:8787, journal in var/journal, no upstreams, no principals\n"
     "  --listen HOST:PORT   overrides server.listen (port 0 picks a free one)\n"
     "  --threads N          overrides server.threads\n";
+
+constexpr char replay_usage[] =
+    "usage: airlock replay --config FILE RUN\n"
+    "  re-runs RUN from the journal alone (no model or tool calls) with the configured agents, and\n"
+    "  prints its status and output; exit 1 when the current manifest or code would act differently\n";
 
 constexpr char stdio_usage[] =
     "usage: airlock stdio --config FILE [--principal NAME]\n"
@@ -89,6 +98,7 @@ struct service_core {
     std::shared_ptr<store::lmdb_store> journal;
     std::vector<std::shared_ptr<mcp::mcp_client>> clients;
     std::shared_ptr<gateway> gw;
+    std::shared_ptr<runner> runs;  // the configured agents (REST /v1/runs, airlock replay)
 };
 
 core::result<service_core> build_core(config const& c, asio::any_io_executor exec) {
@@ -144,6 +154,15 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
     auto g = gateway::make(std::move(go));
     if (!g) return g.error();
     sc.gw = *g;
+    runner_parts parts{exec, sc.journal, sc.clients, {}};
+    for (auto const& pc : c.providers) {
+        auto p = providers::make_provider(exec, pc, c.egress);
+        if (!p) return p.error();
+        parts.providers[pc.name] = *p;
+    }
+    auto r = make_runner(c, std::move(parts));
+    if (!r) return r.error();
+    sc.runs = *r;
     return sc;
 }
 
@@ -171,6 +190,12 @@ asio::awaitable<http_response> fallback_route(http_request& req) {
         co_return json_response(http::status::ok, R"({"status":"ok"})", req.version());
     }
     co_return json_error(http::status::not_found, "not_found", "no route for " + std::string(path), req.version());
+}
+
+asio::awaitable<void> async_resume_runs(std::shared_ptr<runner> runs) {
+    auto resumed = co_await runs->async_resume_all();
+    if (!resumed) spdlog::error("cannot resume runs: {}", resumed.error().message);
+    else if (*resumed) spdlog::info("resumed {} runs from the journal", *resumed);
 }
 
 void close_clients(asio::io_context& ioc, std::vector<std::shared_ptr<mcp::mcp_client>> const& clients) {
@@ -254,6 +279,9 @@ int run_serve(std::vector<std::string> const& args) {
     ro.allowed_hosts = c->server.allowed_hosts;
     ro.allowed_origins = c->server.allowed_origins;
     ro.tools = [gw = sc->gw](std::string principal) { return gw->async_tools_for(std::move(principal)); };
+    std::map<std::string, bool> trusted;
+    for (auto const& p : c->principals) trusted[p.name] = p.trusted;
+    ro.runs = std::make_shared<runner_control>(sc->runs, std::move(trusted));
     auto rest = std::make_shared<rest_api>(std::move(ro));
     http_response_handler routes = [rest](http_request& req) -> asio::awaitable<http_response> {
         auto target = req.target();
@@ -283,6 +311,8 @@ int run_serve(std::vector<std::string> const& args) {
     server.start();
     // Capabilities and pins are known sooner when the upstreams are met before the first client.
     asio::co_spawn(ioc, sc->gw->async_connect_upstreams(), asio::detached);
+    // Agent runs a previous process admitted and did not finish go on from their journals.
+    asio::co_spawn(ioc, async_resume_runs(sc->runs), asio::detached);
     // The line tests and scripts wait for; it names the address actually bound (port 0 → a free one).
     spdlog::info("airlock {} listening on {} ({} upstreams, {} principals, journal {})", AIRLOCK_VERSION, where,
                  c->upstreams.size(), c->principals.size(), c->journal.directory.string());
@@ -293,6 +323,7 @@ int run_serve(std::vector<std::string> const& args) {
         if (ec) return;
         spdlog::info("signal {} received: draining (grace {} ms)", sig, grace.count());
         endpoint->shutdown();
+        sc->runs->stop();
         server.stop();
         close_clients(ioc, sc->clients);
         // In-flight requests get the grace period; the loop ends as soon as the last connection is
@@ -388,6 +419,54 @@ int run_stdio(std::vector<std::string> const& args) {
         spdlog::error("stdio session ended by an internal error: {}", e.what());
         return 1;
     }
+    return 0;
+}
+
+int run_replay(std::vector<std::string> const& args) {
+    std::optional<std::string> config_file, run;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        auto const& a = args[i];
+        if (a == "--help" || a == "-h") {
+            std::cout << replay_usage;
+            return 0;
+        }
+        if (a == "--config" && i + 1 < args.size()) config_file = args[++i];
+        else if (!a.starts_with("-") && !run) run = a;
+        else {
+            std::cerr << "airlock replay: unknown or incomplete option '" << a << "'\n" << replay_usage;
+            return 2;
+        }
+    }
+    if (!config_file || !run) {
+        std::cerr << "airlock replay: --config and RUN are required\n" << replay_usage;
+        return 2;
+    }
+    // Not load(): a replay creates no key or token that is missing.
+    auto c = load_config(*config_file, process_environment());
+    if (!c) {
+        std::cerr << "airlock replay: " << *config_file << ": " << c.error().message << "\n";
+        return 1;
+    }
+    apply_logging(c->logging);
+    asio::io_context ioc;
+    auto sc = build_core(*c, ioc.get_executor());
+    if (!sc) {
+        std::cerr << "airlock replay: " << sc.error().message << "\n";
+        return 1;
+    }
+    auto done = asio::co_spawn(ioc, sc->runs->async_replay(*run), asio::use_future);
+    ioc.run();
+    sc->journal->close();
+    auto r = done.get();
+    if (!r) {
+        std::cerr << "airlock replay: " << r.error().code << ": " << r.error().message << "\n";
+        return 1;
+    }
+    std::cout << "run " << *run << ": replayed " << r->records << " records from the journal alone (" << r->model_calls
+              << " model calls, " << r->tool_calls << " tool calls)\n"
+              << "status: " << core::to_string(r->status) << "\n";
+    if (!r->reason.empty()) std::cout << "reason: " << r->reason << "\n";
+    std::cout << "output: " << boost::json::serialize(r->output) << "\n";
     return 0;
 }
 

@@ -2,15 +2,19 @@
 
 #include "service/providers/anthropic.hpp"
 #include "service/providers/openai.hpp"
+#include "service/providers/scripted.hpp"
 
 namespace airlock::service::providers {
 
 core::result<std::shared_ptr<core::model_provider>> make_provider(boost::asio::any_io_executor exec,
                                                                   provider_config const& pc,
                                                                   core::egress_allowlist const& egress) {
-    if (pc.kind == provider_kind::scripted)
-        return core::make_error("unsupported_provider", "providers." + pc.name +
-                                                            ": scripted providers are not part of this build yet");
+    if (pc.kind == provider_kind::scripted) {
+        auto loaded = scripted_provider::load(pc.script.value_or(""));
+        if (!loaded) return core::make_error(loaded.error().code, "providers." + pc.name + ": " + loaded.error().message);
+        std::shared_ptr<core::model_provider> p = *loaded;
+        return p;
+    }
     provider_settings s;
     s.name = pc.name;
     s.model = pc.model;
