@@ -6,9 +6,18 @@
 // call is logged to stderr with the effect key from airlock's provenance block, so a post can be
 // matched to the journal record that asked for it.
 
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+// The SDK as installed beside this file (npm install), else the copy a checkout of airlock has in
+// tests/peers, so the example runs from the repository with nothing more to install.
+async function sdk(module) {
+  try {
+    return await import(`@modelcontextprotocol/sdk/${module}`);
+  } catch {
+    return await import(new URL(`../../tests/peers/node_modules/@modelcontextprotocol/sdk/dist/esm/${module}`, import.meta.url));
+  }
+}
+const { Server } = await sdk('server/index.js');
+const { StdioServerTransport } = await sdk('server/stdio.js');
+const { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } = await sdk('types.js');
 
 const META_KEY = 'dev.airlock/provenance';
 

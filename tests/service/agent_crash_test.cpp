@@ -92,7 +92,7 @@ TEST_CASE("airlock killed mid-run resumes its runs at restart, and no mutating c
     write(dir.path() / "airlock.yaml",
           "server: { listen: 127.0.0.1:0 }\njournal: { dir: journal }\n"
           "upstreams:\n  - name: counter\n    stdio:\n      argv: [" + node + ", " + fixture + "]\n"
-          "      env: { COUNTER_LOG: " + log.string() + ", COUNTER_DELAY_MS: \"300\" }\n"
+          "      env: { COUNTER_LOG: " + log.string() + ", COUNTER_DELAY_MS: \"500\" }\n"
           "egress:\n  - process: " + node + "\n  - local\n"
           "agents:\n  - { manifest: counter.yaml, script: counter.script.yaml }\n"
           "logging: { level: info, format: text }\n");

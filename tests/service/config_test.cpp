@@ -132,10 +132,15 @@ TEST_CASE("the example configuration validates") {
     auto c = load_config(example, test_env());
     REQUIRE(c);
     CHECK(c->server.port == 8080);
-    REQUIRE(c->upstreams.size() == 1);
+    REQUIRE(c->upstreams.size() == 2);
     CHECK(c->upstreams[0].name == "everything");
-    // The example's upstream is reachable: its argv[0] is in egress, resolved the same way.
+    CHECK(c->upstreams[1].name == "ledger");
+    // The example's upstreams are reachable: their argv[0] is in egress, resolved the same way.
     CHECK(c->egress.permits(c->upstreams[0].destination));
+    CHECK(c->egress.permits(c->upstreams[1].destination));
+    REQUIRE(c->agents.size() == 1);
+    CHECK(c->agents[0].name == "teller");
+    CHECK(c->agents[0].scripted.has_value());
     REQUIRE(c->principals.size() == 1);
     CHECK(c->principals[0].manifest.name == "demo-desk");
     CHECK(c->journal.directory == (fs::path(AIRLOCK_SOURCE_DIR) / "var" / "journal").lexically_normal());
@@ -838,4 +843,65 @@ TEST_CASE("a signing key file that is not an Ed25519 key is refused") {
     auto file = w.config("signing: { key_file: keys/bad.pem, kid: k1 }\n");
     CHECK(first_code(file) == "invalid_key");
     CHECK_THAT(first_problem(file), Catch::Contains("signing.key_file"));
+}
+
+// ── agents ──
+
+namespace {
+std::string agents_config(workspace const& w, std::string const& entry) {
+    w.write("teller.yaml", std::string(R"yaml(apiVersion: airlock/v1
+kind: Agent
+metadata: { name: teller, version: "1.0.0" }
+spec:
+  capabilities: { provides: [ledger.ask] }
+  models: { privileged: { provider: scripted, model: teller-1 } }
+  tools:
+    - { ref: tool://ledger/read, mutates: false, description: Read a balance. }
+  execution: { kind: tool-calling, max_turns: 4 }
+  budgets: {}
+)yaml"));
+    w.write("teller.script.yaml", "turns:\n  - say: hello\n");
+    return "egress:\n  - local\nagents:\n  - " + entry + "\n";
+}
+}  // namespace
+
+TEST_CASE("an agent with a script loads its manifest and its script") {
+    workspace w;
+    auto c = load_config(w.config(agents_config(w, "{ manifest: teller.yaml, script: teller.script.yaml }")), test_env());
+    INFO((c ? std::string() : c.error().message));
+    REQUIRE(c);
+    REQUIRE(c->agents.size() == 1);
+    CHECK(c->agents[0].name == "teller");
+    CHECK(c->agents[0].scripted->turns.size() == 1);
+    CHECK_THAT(summary(*c), Catch::Contains("agent       teller 1.0.0"));
+}
+
+TEST_CASE("an agent needs exactly one of script and provider") {
+    workspace w;
+    CHECK(first_problem(w.config(agents_config(w, "{ manifest: teller.yaml }"))) ==
+          "agents[0] needs script (the scripted provider plays that file) or provider (a name from the providers section)");
+    CHECK(first_code(w.config(agents_config(w, "{ manifest: teller.yaml, script: teller.script.yaml, provider: x }"))) ==
+          "conflicting_fields");
+}
+
+TEST_CASE("an agent naming a provider the providers section lacks is refused naming it") {
+    workspace w;
+    CHECK(first_problem(w.config(agents_config(w, "{ manifest: teller.yaml, provider: gpt }"))) ==
+          "agents[0].provider names \"gpt\", which the providers section does not define");
+}
+
+TEST_CASE("a mistake in an agent's script is reported with the agent's field and the script's") {
+    workspace w;
+    auto text = agents_config(w, "{ manifest: teller.yaml, script: teller.script.yaml }");
+    w.write("teller.script.yaml", "turns:\n  - call: { arguments: {} }\n");
+    auto problem = first_problem(w.config(text));
+    CHECK_THAT(problem, Catch::StartsWith("agents[0].script: "));
+    CHECK_THAT(problem, Catch::Contains("turns[0].call.tool is required"));
+}
+
+TEST_CASE("two agents with one name are refused") {
+    workspace w;
+    auto text = agents_config(w, "{ manifest: teller.yaml, script: teller.script.yaml }") +
+                "  - { manifest: teller.yaml, script: teller.script.yaml }\n";
+    CHECK(first_code(w.config(text)) == "duplicate_name");
 }
