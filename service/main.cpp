@@ -1,5 +1,6 @@
 // The airlock command line: one binary, one subcommand per use.
 
+#include "service/runs_command.hpp"
 #include "service/ask_command.hpp"
 #include "service/check_command.hpp"
 #include "service/journal_command.hpp"
@@ -31,6 +32,7 @@ constexpr subcommand subcommands[] = {
     {"stdio", "serve one MCP client on stdin/stdout (for hosts that spawn their servers)", true},
     {"check", "validate an agent manifest or a configuration file", true},
     {"run", "run one agent from a manifest and print its output", false},
+    {"runs", "list journaled runs: agent runs and gateway sessions, filtered and paged", true},
     {"replay", "re-run a journaled run from the journal alone (no model or tool calls)", true},
     {"journal", "verify, show, export and import journaled runs", true},
     {"pins", "list pinned upstream tool definitions, accept a changed one", true},
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "serve") return airlock::service::run_serve(rest);
     if (cmd == "stdio") return airlock::service::run_stdio(rest);
+    if (cmd == "runs") return airlock::service::run_runs(rest);
     if (cmd == "replay") return airlock::service::run_replay(rest);
     if (cmd == "check") return airlock::service::run_check(rest);
     if (cmd == "journal") return airlock::service::run_journal(rest);
