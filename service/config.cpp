@@ -136,6 +136,12 @@ http_server_options to_http_server_options(server_config const& s) {
     o.unix_socket = s.unix_socket;
     o.unix_socket_mode = s.unix_socket_mode;
     if (s.tls) o.tls = http_tls_files{s.tls->cert_file, s.tls->key_file};
+    for (auto const& t : s.trusted_proxies) {
+        if (t == "unix")
+            o.trusted.unix_socket = true;
+        else if (auto net = parse_ip_network(t))
+            o.trusted.networks.push_back(*net);
+    }
     return o;
 }
 
@@ -397,20 +403,6 @@ private:
 
 // ── server ────────────────────────────────────────────────────────────────────────────────────
 
-bool ip_literal(std::string const& s, std::string* canonical = nullptr) {
-    unsigned char buf[16];
-    char text[INET6_ADDRSTRLEN];
-    if (::inet_pton(AF_INET, s.c_str(), buf) == 1) {
-        if (canonical && ::inet_ntop(AF_INET, buf, text, sizeof text)) *canonical = text;
-        return true;
-    }
-    if (::inet_pton(AF_INET6, s.c_str(), buf) == 1) {
-        if (canonical && ::inet_ntop(AF_INET6, buf, text, sizeof text)) *canonical = text;
-        return true;
-    }
-    return false;
-}
-
 bool host_name_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
 }
@@ -465,7 +457,8 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     std::string const p = "server";
     if (!r.mapping(n, p, {"listen", "unix_socket", "unix_socket_mode", "threads", "header_limit", "body_limit",
                           "read_timeout", "idle_timeout", "max_connections", "tls", "allowed_origins",
-                          "allowed_hosts", "trusted_proxies", "drain_grace", "input_request_ttl", "list_page_size"}))
+                          "allowed_hosts", "trusted_proxies", "drain_grace", "sse_keep_alive", "input_request_ttl",
+                          "list_page_size"}))
         return;
 
     if (auto const v = n["listen"]) {
@@ -584,17 +577,23 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     if (auto const v = n["trusted_proxies"]) {
         if (auto list = r.strings(v, p + ".trusted_proxies")) {
             for (auto const& [ip, a] : *list) {
-                std::string canonical;
-                if (ip_literal(a, &canonical))
-                    s.trusted_proxies.push_back(canonical);
-                else
-                    r.fail("invalid_value", ip + " is " + in_quotes(a) + "; expected an IP address such as "
-                                                                          "127.0.0.1 or ::1 (not a name or a range)");
+                if (a == "unix") {
+                    s.trusted_proxies.push_back(a);
+                } else if (auto net = parse_ip_network(a)) {
+                    s.trusted_proxies.push_back(to_string(*net));
+                } else {
+                    r.fail("invalid_value", ip + " is " + in_quotes(a) +
+                                                "; expected an IP address (127.0.0.1, ::1), a network in CIDR form "
+                                                "(10.0.0.0/8, fd00::/8, no host bits set) or \"unix\" (not a name)");
+                }
             }
         }
     }
     if (auto const v = n["drain_grace"]) {
         if (auto d = r.duration(v, p + ".drain_grace", milliseconds(0))) s.drain_grace = *d;
+    }
+    if (auto const v = n["sse_keep_alive"]) {
+        if (auto d = r.duration(v, p + ".sse_keep_alive", milliseconds(100))) s.sse_keep_alive = *d;
     }
     if (auto const v = n["list_page_size"]) {
         if (auto c = r.count(v, p + ".list_page_size", 1, 10'000)) s.list_page_size = *c;
@@ -1644,6 +1643,12 @@ std::string summary(config const& c) {
     }
     o << " (" << (s.tls ? "TLS, " : "") << "threads: " << (s.threads ? std::to_string(s.threads) : "one per core")
       << ", max connections: " << s.max_connections << ")\n";
+    o << "proxies     "
+      << (s.trusted_proxies.empty() ? std::string("none trusted (X-Forwarded-For and Forwarded are ignored)") : "trusted: ");
+    for (std::size_t i = 0; i < s.trusted_proxies.size(); ++i) o << (i ? ", " : "") << s.trusted_proxies[i];
+    o << "\n";
+    o << "drain       grace " << reader::format_ms(s.drain_grace) << " on SIGTERM; SSE keep-alive every "
+      << reader::format_ms(s.sse_keep_alive) << "\n";
     o << "journal     " << c.journal.directory.string() << " ("
       << (c.journal.mode == store::durability::durable ? "durable" : "fast") << ", up to "
       << size_text(c.journal.map_size) << ")\n";

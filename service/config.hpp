@@ -58,12 +58,14 @@ struct server_config {
     std::optional<tls_files> tls;
     std::vector<std::string> allowed_origins;  // "scheme://host[:port]", lowercased; empty: the endpoint's default
     std::vector<std::string> allowed_hosts;    // Host header values, lowercased; empty: the endpoint's default
-    std::vector<std::string> trusted_proxies;  // IP addresses in canonical text form
+    // Canonical text: addresses ("127.0.0.1"), networks ("10.0.0.0/8") and "unix" (the unix-socket peer).
+    std::vector<std::string> trusted_proxies;
     std::chrono::milliseconds drain_grace{10'000};
     // How long a 2026-07-28 request that asked its caller something waits for the retry (MRTR).
     std::chrono::milliseconds input_request_ttl{300'000};
     // Items per page of the lists the gateway merges from its upstreams (tools, resources, prompts).
     std::size_t list_page_size = 100;
+    std::chrono::milliseconds sse_keep_alive{15'000};  // a comment on an SSE stream quiet for this long
 };
 
 struct signing_config {

@@ -14,6 +14,7 @@
 #include <boost/beast/core/basic_stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/stream_traits.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -70,6 +71,18 @@ std::shared_ptr<http_body_channel> make_body_channel(asio::any_io_executor execu
 
 namespace {
 
+// Set by the server on each request it read; never taken from the client.
+constexpr std::string_view client_address_field = "Airlock-Client-Address";
+
+}  // namespace
+
+std::string_view client_address(http_request const& req) {
+    auto it = req.find(client_address_field);
+    return it == req.end() ? std::string_view{} : std::string_view(it->value().data(), it->value().size());
+}
+
+namespace {
+
 // TCP and unix-socket connections share one stream type: a generic stream socket holds either, so
 // the session code (and Beast's templates) are instantiated once for plain and once for TLS.
 using generic_protocol = asio::generic::stream_protocol;
@@ -89,7 +102,36 @@ struct connection {
     bool long_lived = false;
     std::function<void()> cancel_io;  // cancels the socket's pending operations; empty once the socket is gone
     asio::steady_timer stop_timer;    // cancelled by stop() to end a long-lived stream
+    std::string peer;                 // the peer's IP address, or "unix"
 };
+
+std::string peer_of(generic_protocol::socket const& socket) {
+    boost::system::error_code ec;
+    auto g = socket.remote_endpoint(ec);
+    if (ec) return "unknown";
+    if (g.protocol().family() == AF_UNIX) return "unix";
+    tcp::endpoint out;
+    if (g.size() > out.capacity()) return "unknown";
+    std::memcpy(out.data(), g.data(), g.size());
+    out.resize(g.size());
+    auto a = out.address();
+    if (a.is_v6() && a.to_v6().is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).to_string();
+    return a.to_string();
+}
+
+// The client behind the proxies this server trusts (forwarded.hpp), set as the request's client address.
+void set_client_address(http_request& req, std::string const& peer, proxy_trust const& trusted) {
+    std::vector<std::string_view> forwarded, xff;
+    if (!trusted.empty()) {
+        for (auto const& f : req) {
+            if (f.name() == http::field::forwarded) forwarded.emplace_back(f.value().data(), f.value().size());
+            else if (beast::iequals(f.name_string(), "X-Forwarded-For")) xff.emplace_back(f.value().data(), f.value().size());
+        }
+    }
+    auto who = effective_client_address(peer, forwarded, xff, trusted);
+    req.erase(client_address_field);
+    req.set(client_address_field, who);
+}
 
 void end_stream(http_stream& st, bool completed) {
     if (st.body) st.body->close();
@@ -274,6 +316,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
             }
         } g{*this, it};
         bool over_capacity = now > options.max_connections;
+        c->peer = peer_of(socket);
 
         if (!options.unix_socket) {
             // Without it, a response written in pieces (an SSE head, then each event) waits for
@@ -404,6 +447,8 @@ struct http_server::state : std::enable_shared_from_this<state> {
         }
         bool chunked = version >= 11;
         st.head.version(version);
+        // A reverse proxy that buffers would hold every event back until the stream ends.
+        if (st.head.find("X-Accel-Buffering") == st.head.end()) st.head.set("X-Accel-Buffering", "no");
         st.head.keep_alive(keep_alive && chunked && st.head.keep_alive());
         if (chunked) st.head.chunked(true);
         http::response_serializer<http::empty_body> sr{st.head};
@@ -471,6 +516,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
             }
             first = false;
             auto req = parser.release();
+            set_client_address(req, c.peer, options.trusted);
             c.now = connection::phase::handling;
             low.expires_never();
             std::optional<http_reply> reply;

@@ -12,6 +12,8 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "service/forwarded.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -46,7 +48,14 @@ struct http_server_options {
     std::chrono::milliseconds idle_timeout{60'000};   // a kept-alive connection with no request is closed
     std::chrono::milliseconds write_timeout{30'000};  // one response, or one chunk of a stream, must be taken within this
     std::size_t max_connections = 1024;
+    // Peers whose X-Forwarded-For / Forwarded headers say who the client is (forwarded.hpp).
+    proxy_trust trusted;
 };
+
+// The effective client address of a request the server read: the peer's IP address, "unix" for a
+// unix-socket peer, or the address a trusted proxy forwarded for. The server sets it on every
+// request (any header of that name a client sent is dropped first), so handlers and logs can use it.
+std::string_view client_address(http_request const& req);
 
 // The body of a streamed response. The producer async_sends chunks (error_code{}, bytes), then
 // (asio::error::eof, "") to end the body; any other error code cuts the response off (the client

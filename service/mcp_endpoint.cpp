@@ -489,13 +489,13 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         constexpr std::string_view scheme = "bearer";
         if (value.size() <= scheme.size() || !iequals(value.substr(0, scheme.size()), scheme) ||
             (value[scheme.size()] != ' ' && value[scheme.size()] != '\t')) {
-            spdlog::warn("mcp: refused a request with a non-bearer Authorization header");
+            spdlog::warn("mcp: refused a request from {} with a non-bearer Authorization header", client_address(req));
             return unauthorized("the Authorization header must be 'Bearer <token>'", true);
         }
         auto token = trim(value.substr(scheme.size()));
         auto principal = options.authenticate(token);
         if (!principal) {
-            spdlog::warn("mcp: refused a request with an unknown bearer token");
+            spdlog::warn("mcp: refused a request from {} with an unknown bearer token", client_address(req));
             return unauthorized("the bearer token is not valid", true);
         }
         return std::move(*principal);
@@ -1446,15 +1446,30 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         co_return co_await open_listen_stream(v, principal, ls, std::move(ack), std::move(format), std::move(on_close));
     }
 
+    void close_streams() {
+        std::vector<std::shared_ptr<listen_stream>> streams;
+        {
+            std::lock_guard lock(mutex);
+            streams.assign(subscriptions.begin(), subscriptions.end());
+            subscriptions.clear();
+            for (auto& [id, s] : sessions)
+                if (s->get_stream) streams.push_back(std::move(s->get_stream));
+        }
+        for (auto& ls : streams) {
+            if (ls->subscription)
+                end_listen_stream(ls, sse_event(mcp::serialize(mcp::response{*ls->subscription, mcp_rules::subscription_completed(*ls->subscription)})));
+            else
+                end_listen_stream(ls, std::nullopt);
+        }
+    }
+
     void shutdown() {
+        close_streams();
         std::vector<std::shared_ptr<session>> all;
-        std::vector<std::shared_ptr<listen_stream>> subs;
         {
             std::lock_guard lock(mutex);
             for (auto& [id, s] : sessions) all.push_back(s);
             sessions.clear();
-            subs.assign(subscriptions.begin(), subscriptions.end());
-            subscriptions.clear();
         }
         std::vector<std::shared_ptr<exchange>> parked;
         {
@@ -1463,8 +1478,6 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             pending_inputs.clear();
         }
         for (auto& ex : parked) cancel(ex);
-        for (auto& ls : subs)
-            end_listen_stream(ls, sse_event(mcp::serialize(mcp::response{*ls->subscription, mcp_rules::subscription_completed(*ls->subscription)})));
         for (auto& s : all) finish_session(s, "server shutting down");
     }
 };
@@ -1479,6 +1492,8 @@ void mcp_endpoint::listening_on(std::string host, std::uint16_t port, bool unix_
 }
 
 asio::awaitable<http_reply> mcp_endpoint::async_handle(http_request& req) { return impl_->handle(req); }
+
+void mcp_endpoint::close_streams() { impl_->close_streams(); }
 
 void mcp_endpoint::shutdown() { impl_->shutdown(); }
 

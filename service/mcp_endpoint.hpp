@@ -12,7 +12,7 @@
 //     server.listen();
 //     endpoint->listening_on(http_options.host, server.local_endpoint().port());  // before start()
 //     server.start();
-//     ...  on SIGTERM: endpoint->shutdown(); server.stop();
+//     ...  on SIGTERM: endpoint->close_streams(); server.stop(); (the grace period) endpoint->shutdown();
 
 #include "mcp/jsonrpc.hpp"
 #include "mcp/messages.hpp"
@@ -92,8 +92,11 @@ public:
     // connection's strand.
     boost::asio::awaitable<http_reply> async_handle(http_request& req);
 
-    // For a graceful stop, before http_server::stop(): ends every notification stream (a modern
-    // subscription gets its completion result first) and every legacy session.
+    // For a drain, before http_server::stop(): ends every notification stream (a modern
+    // subscription gets its completion result first); requests in flight go on.
+    void close_streams();
+    // For a stop: ends every notification stream and every legacy session, cancelling what is
+    // still in flight.
     void shutdown();
 
     std::size_t session_count() const;

@@ -314,6 +314,33 @@ TEST_CASE("a trusted proxy must be an IP address") {
     CHECK_THAT(first_problem(file), Catch::Contains("server.trusted_proxies[0]"));
 }
 
+TEST_CASE("trusted proxies may be CIDR networks or the unix-socket peer, and reach the HTTP server's options") {
+    workspace w;
+    auto c = load_config(w.config("server:\n  trusted_proxies: [10.0.0.0/8, 'fd00::/8', unix, 192.0.2.1]\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->server.trusted_proxies == std::vector<std::string>{"10.0.0.0/8", "fd00::/8", "unix", "192.0.2.1"});
+    auto o = to_http_server_options(c->server);
+    CHECK(o.trusted.unix_socket);
+    REQUIRE(o.trusted.networks.size() == 3);
+    CHECK(to_string(o.trusted.networks[0]) == "10.0.0.0/8");
+    CHECK_THAT(summary(*c), Catch::Contains("10.0.0.0/8, fd00::/8, unix, 192.0.2.1"));
+}
+
+TEST_CASE("a trusted proxy network with host bits set is refused naming the entry") {
+    workspace w;
+    auto file = w.config("server:\n  trusted_proxies: [127.0.0.1, 10.1.0.0/8]\n");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.trusted_proxies[1]"));
+    CHECK_THAT(first_problem(file), Catch::Contains("CIDR"));
+}
+
+TEST_CASE("the SSE keep-alive interval is configurable, and below 100ms is refused") {
+    workspace w;
+    auto c = load_config(w.config("server:\n  sse_keep_alive: 500ms\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->server.sse_keep_alive == std::chrono::milliseconds(500));
+    CHECK_THAT(first_problem(w.config("server:\n  sse_keep_alive: 10ms\n")), Catch::Contains("server.sse_keep_alive"));
+}
+
 TEST_CASE("TLS files that do not exist are refused") {
     workspace w;
     auto file = w.config("server:\n  tls: { cert_file: cert.pem, key_file: key.pem }\n");
