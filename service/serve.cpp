@@ -6,27 +6,35 @@
 #include "service/config.hpp"
 #include "service/gateway.hpp"
 #include "service/http_server.hpp"
+#include "service/lifecycle.hpp"
 #include "service/mcp_endpoint.hpp"
+#include "service/reloadable_backend.hpp"
 #include "service/rest_api.hpp"
 #include "service/providers/factory.hpp"
 #include "service/runner_control.hpp"
 #include "service/runner_factory.hpp"
+#include "service/signals.hpp"
 #include "service/stdio_endpoint.hpp"
 #include "store/lmdb_store.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <openssl/crypto.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <functional>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 namespace airlock::service {
@@ -96,62 +104,83 @@ void apply_logging(logging_config const& l) {
 // Everything that serves MCP, built from a configuration: journal, upstream clients, gateway.
 struct service_core {
     std::shared_ptr<store::lmdb_store> journal;
-    std::vector<std::shared_ptr<mcp::mcp_client>> clients;
+    std::vector<std::shared_ptr<mcp::mcp_client>> clients;  // clients[i] serves config.upstreams[i]
     std::shared_ptr<gateway> gw;
     std::shared_ptr<runner> runs;  // the configured agents (REST /v1/runs, airlock replay)
 };
+
+std::shared_ptr<mcp::mcp_client> make_upstream_client(upstream_config const& u, core::egress_allowlist const& egress,
+                                                      asio::any_io_executor exec) {
+    mcp::client_options co;
+    co.server_name = u.name;
+    co.call_deadline = u.deadline;
+    co.client_info = {"airlock", AIRLOCK_VERSION, std::nullopt, std::nullopt};
+    // airlock relays these server→client requests to its own clients (gateway.hpp says how);
+    // a client that lacks one answers it with an error, as the spec has it. roots is not
+    // declared: servers ask for it unprompted at start, when no client request could carry it.
+    co.capabilities = {{"sampling", boost::json::object{}}, {"elicitation", boost::json::object{}}};
+    std::unique_ptr<mcp::transport> t;
+    if (u.kind == upstream_kind::stdio) {
+        co.kind = mcp::transport_kind::stdio;
+        t = std::make_unique<mcp::stdio_transport>(exec, u.stdio);
+    } else {
+        co.kind = mcp::transport_kind::http;
+        auto ho = u.http;
+        // Resolve once, refuse internal addresses unless that exact destination is granted,
+        // and connect only to the address that was checked.
+        auto const* remote = std::get_if<core::remote_destination>(&u.destination);
+        if (remote) {
+            ho.allow_address = [egress, scheme = remote->scheme, port = remote->port](asio::ip::address const& a) {
+                return mcp::address_permitted(egress, scheme, port, a);
+            };
+        }
+        t = std::make_unique<mcp::http_transport>(exec, std::move(ho));
+    }
+    return std::make_shared<mcp::mcp_client>(std::move(t), co);
+}
+
+// An upstream whose client a reload can keep: everything the client was built from is unchanged
+// (the egress list too, for HTTP upstreams, whose address check holds a copy of it).
+bool same_client(upstream_config const& a, core::egress_allowlist const& ea, upstream_config const& b,
+                 core::egress_allowlist const& eb) {
+    if (a.name != b.name || a.kind != b.kind || a.deadline != b.deadline || !(a.destination == b.destination)) return false;
+    if (a.kind == upstream_kind::stdio)
+        return a.stdio.argv == b.stdio.argv && a.stdio.env == b.stdio.env && a.stdio.cwd == b.stdio.cwd;
+    return a.http.url == b.http.url && a.http.headers == b.http.headers && a.http.verify_peer == b.http.verify_peer &&
+           a.http.ca_file == b.http.ca_file && ea.entries() == eb.entries();
+}
+
+// The gateway of a configuration over a journal and the upstreams' clients (clients[i] serves c.upstreams[i]).
+core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_io_executor exec,
+                                                    std::shared_ptr<store::lmdb_store> const& journal,
+                                                    std::vector<std::shared_ptr<mcp::mcp_client>> const& clients) {
+    gateway_options go;
+    go.executor = exec;
+    go.egress = c.egress;
+    go.journal = journal;
+    go.list_page_size = c.server.list_page_size;
+    go.pins = journal;
+    if (c.signing) {
+        go.signer = c.signing->signer;
+        go.provenance_lifetime = c.signing->lifetime;
+    }
+    go.server_info = {"airlock", AIRLOCK_VERSION, std::nullopt, std::nullopt};
+    for (std::size_t i = 0; i < c.upstreams.size(); ++i) {
+        auto const& u = c.upstreams[i];
+        go.upstreams.push_back({u.name, clients[i], u.prefix == tool_prefix::server});
+        go.call_deadline = std::max(go.call_deadline, u.deadline);
+    }
+    for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted, p.anonymous});
+    return gateway::make(std::move(go));
+}
 
 core::result<service_core> build_core(config const& c, asio::any_io_executor exec) {
     service_core sc;
     auto opened = store::lmdb_store::open(c.journal);
     if (!opened) return opened.error();
     sc.journal = std::shared_ptr<store::lmdb_store>(std::move(*opened));
-
-    gateway_options go;
-    go.executor = exec;
-    go.egress = c.egress;
-    go.journal = sc.journal;
-    go.list_page_size = c.server.list_page_size;
-    go.pins = sc.journal;
-    if (c.signing) {
-        go.signer = c.signing->signer;
-        go.provenance_lifetime = c.signing->lifetime;
-    }
-    go.server_info = {"airlock", AIRLOCK_VERSION, std::nullopt, std::nullopt};
-    for (auto const& u : c.upstreams) {
-        mcp::client_options co;
-        co.server_name = u.name;
-        co.call_deadline = u.deadline;
-        co.client_info = {"airlock", AIRLOCK_VERSION, std::nullopt, std::nullopt};
-        // airlock relays these server→client requests to its own clients (gateway.hpp says how);
-        // a client that lacks one answers it with an error, as the spec has it. roots is not
-        // declared: servers ask for it unprompted at start, when no client request could carry it.
-        co.capabilities = {{"sampling", boost::json::object{}}, {"elicitation", boost::json::object{}}};
-        std::unique_ptr<mcp::transport> t;
-        if (u.kind == upstream_kind::stdio) {
-            co.kind = mcp::transport_kind::stdio;
-            t = std::make_unique<mcp::stdio_transport>(exec, u.stdio);
-        } else {
-            co.kind = mcp::transport_kind::http;
-            auto ho = u.http;
-            // Resolve once, refuse internal addresses unless that exact destination is granted,
-            // and connect only to the address that was checked.
-            auto const* remote = std::get_if<core::remote_destination>(&u.destination);
-            if (remote) {
-                ho.allow_address = [egress = c.egress, scheme = remote->scheme,
-                                    port = remote->port](asio::ip::address const& a) {
-                    return mcp::address_permitted(egress, scheme, port, a);
-                };
-            }
-            t = std::make_unique<mcp::http_transport>(exec, std::move(ho));
-        }
-        auto client = std::make_shared<mcp::mcp_client>(std::move(t), co);
-        sc.clients.push_back(client);
-        go.upstreams.push_back({u.name, client, u.prefix == tool_prefix::server});
-        go.call_deadline = std::max(go.call_deadline, u.deadline);
-    }
-    for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted, p.anonymous});
-    auto g = gateway::make(std::move(go));
+    for (auto const& u : c.upstreams) sc.clients.push_back(make_upstream_client(u, c.egress, exec));
+    auto g = make_gateway(c, exec, sc.journal, sc.clients);
     if (!g) return g.error();
     sc.gw = *g;
     runner_parts parts{exec, sc.journal, sc.clients, {}};
@@ -167,18 +196,229 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
 }
 
 // Bearer tokens compared in constant time: digests of equal length, so neither content nor length
-// leaks through timing.
-std::function<std::optional<std::string>(std::string_view)> token_authenticator(config const& c) {
-    std::vector<std::pair<core::sha256_digest, std::string>> tokens;
-    for (auto const& p : c.principals)
-        if (!p.token.empty()) tokens.emplace_back(core::sha256(p.token), p.name);
-    return [tokens = std::move(tokens)](std::string_view presented) -> std::optional<std::string> {
+// leaks through timing. A reload replaces the whole table at once.
+class token_table {
+public:
+    void replace(config const& c) {
+        std::vector<std::pair<core::sha256_digest, std::string>> tokens;
+        for (auto const& p : c.principals)
+            if (!p.token.empty()) tokens.emplace_back(core::sha256(p.token), p.name);
+        std::lock_guard lock(mutex_);
+        tokens_ = std::move(tokens);
+    }
+    std::optional<std::string> find(std::string_view presented) const {
         auto d = core::sha256(presented);
         std::optional<std::string> who;
-        for (auto const& [digest, name] : tokens)
+        std::lock_guard lock(mutex_);
+        for (auto const& [digest, name] : tokens_)
             if (CRYPTO_memcmp(digest.data(), d.data(), d.size()) == 0) who = name;
         return who;
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::vector<std::pair<core::sha256_digest, std::string>> tokens_;
+};
+
+bool has_anonymous(config const& c) {
+    return std::any_of(c.principals.begin(), c.principals.end(), [](auto const& p) { return p.anonymous; });
+}
+
+// Settings a reload cannot change on a running server: they wait for the next restart.
+std::vector<std::string> restart_only_changes(config const& before, config const& after) {
+    std::vector<std::string> out;
+    auto const &a = before.server, &b = after.server;
+    if (a.host != b.host || a.port != b.port || a.unix_socket != b.unix_socket || a.unix_socket_mode != b.unix_socket_mode)
+        out.push_back("server.listen/unix_socket");
+    if (a.tls.has_value() != b.tls.has_value() ||
+        (a.tls && (a.tls->cert_file != b.tls->cert_file || a.tls->key_file != b.tls->key_file)))
+        out.push_back("server.tls");
+    if (a.threads != b.threads) out.push_back("server.threads");
+    if (a.header_limit != b.header_limit || a.body_limit != b.body_limit || a.read_timeout != b.read_timeout ||
+        a.idle_timeout != b.idle_timeout || a.max_connections != b.max_connections)
+        out.push_back("server limits and timeouts");
+    if (a.allowed_hosts != b.allowed_hosts || a.allowed_origins != b.allowed_origins) out.push_back("server.allowed_hosts/allowed_origins");
+    if (a.trusted_proxies != b.trusted_proxies) out.push_back("server.trusted_proxies");
+    if (a.sse_keep_alive != b.sse_keep_alive) out.push_back("server.sse_keep_alive");
+    if (a.list_page_size != b.list_page_size) out.push_back("server.list_page_size");
+    if (a.input_request_ttl != b.input_request_ttl) out.push_back("server.input_request_ttl");
+    if (before.journal.directory != after.journal.directory || before.journal.map_size != after.journal.map_size)
+        out.push_back("journal");
+    if (before.logging.format != after.logging.format) out.push_back("logging.format");
+    return out;
+}
+
+// The tool lists two gateways show a principal are the same (names and definitions).
+bool same_tools(std::vector<boost::json::object> a, std::vector<boost::json::object> b) {
+    auto texts = [](std::vector<boost::json::object> const& v) {
+        std::vector<std::string> out;
+        for (auto const& t : v) out.push_back(boost::json::serialize(t));
+        std::sort(out.begin(), out.end());
+        return out;
     };
+    return texts(a) == texts(b);
+}
+
+// What `airlock serve` runs on, and what a SIGHUP reload replaces.
+struct serving {
+    asio::io_context& ioc;
+    std::optional<std::string> config_file;
+    std::optional<std::string> listen_override;
+    std::optional<unsigned> threads_override;
+    std::shared_ptr<store::lmdb_store> journal;
+    std::shared_ptr<reloadable_backend> backend;
+    std::shared_ptr<token_table> tokens;
+    std::chrono::milliseconds drain_grace{};
+
+    std::mutex mutex;
+    config current;                                          // the configuration in force
+    std::vector<std::shared_ptr<mcp::mcp_client>> clients;  // clients[i] serves current.upstreams[i]
+    bool reloading = false;
+    bool reload_again = false;
+
+    explicit serving(asio::io_context& i) : ioc(i) {}
+
+    std::vector<std::shared_ptr<mcp::mcp_client>> all_clients() {
+        std::lock_guard lock(mutex);
+        return clients;
+    }
+};
+
+// Closes clients a reload no longer uses once calls in flight on them have had the grace period.
+asio::awaitable<void> async_retire_clients(std::vector<std::shared_ptr<mcp::mcp_client>> retired,
+                                           std::chrono::milliseconds grace) {
+    asio::steady_timer t(co_await asio::this_coro::executor, grace);
+    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    for (auto const& c : retired) co_await c->async_close();
+}
+
+// One reload: the file is read and checked whole; only a configuration that loads and builds
+// replaces the running one. Upstreams whose settings did not change keep their client (a stdio
+// child keeps running, sessions with it stay). Then every principal with an open notification
+// stream whose tool list changed gets notifications/tools/list_changed.
+asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
+    if (!sv->config_file) {
+        spdlog::warn("reload: airlock runs on its embedded defaults (no --config); nothing to reload");
+        co_return;
+    }
+    spdlog::info("reload: reading {}", *sv->config_file);
+    auto next = load(sv->config_file);
+    if (!next) {
+        spdlog::error("reload refused, the running configuration stays: {}: {}", *sv->config_file, next.error().message);
+        co_return;
+    }
+    if (sv->listen_override) parse_listen(*sv->listen_override, next->server);
+    config before;
+    std::vector<std::shared_ptr<mcp::mcp_client>> old_clients;
+    {
+        std::lock_guard lock(sv->mutex);
+        before = sv->current;
+        old_clients = sv->clients;
+    }
+    if (has_anonymous(before) != has_anonymous(*next)) {
+        spdlog::error("reload refused, the running configuration stays: adding or removing the anonymous principal "
+                      "changes who is let in without a token, and needs a restart");
+        co_return;
+    }
+    if (sv->threads_override) next->server.threads = *sv->threads_override;
+    auto exec = sv->ioc.get_executor();
+    std::vector<std::shared_ptr<mcp::mcp_client>> clients;
+    std::vector<bool> kept(old_clients.size(), false);
+    std::size_t added = 0;
+    for (auto const& u : next->upstreams) {
+        std::shared_ptr<mcp::mcp_client> reuse;
+        for (std::size_t i = 0; i < before.upstreams.size(); ++i) {
+            if (!kept[i] && same_client(before.upstreams[i], before.egress, u, next->egress)) {
+                reuse = old_clients[i];
+                kept[i] = true;
+                break;
+            }
+        }
+        if (!reuse) {
+            reuse = make_upstream_client(u, next->egress, exec);
+            ++added;
+        }
+        clients.push_back(reuse);
+    }
+    auto gw = make_gateway(*next, exec, sv->journal, clients);
+    if (!gw) {
+        spdlog::error("reload refused, the running configuration stays: {}", gw.error().message);
+        for (std::size_t i = 0; i < clients.size(); ++i) {
+            bool fresh = std::find(old_clients.begin(), old_clients.end(), clients[i]) == old_clients.end();
+            if (fresh) co_await clients[i]->async_close();
+        }
+        co_return;
+    }
+    std::vector<std::shared_ptr<mcp::mcp_client>> retired;
+    for (std::size_t i = 0; i < old_clients.size(); ++i)
+        if (!kept[i]) retired.push_back(old_clients[i]);
+
+    for (auto const& what : restart_only_changes(before, *next))
+        spdlog::warn("reload: {} changed; that takes effect at the next restart", what);
+    sv->tokens->replace(*next);
+    auto previous = sv->backend->replace(*gw);
+    apply_logging(next->logging);
+    {
+        std::lock_guard lock(sv->mutex);
+        // Settings that wait for a restart stay as they run, so the next reload compares with those.
+        auto server = sv->current.server;
+        auto journal = sv->current.journal;
+        auto format = sv->current.logging.format;
+        sv->current = *next;
+        sv->current.server = server;
+        sv->current.journal = journal;
+        sv->current.logging.format = format;
+        sv->clients = clients;
+    }
+    spdlog::info("reload: done ({} upstreams, {} new or changed, {} removed; {} principals)", next->upstreams.size(),
+                 added, retired.size(), next->principals.size());
+    if (!retired.empty()) {
+        auto task = async_retire_clients(std::move(retired), sv->drain_grace);
+        asio::co_spawn(exec, std::move(task), asio::detached);
+    }
+    // Startup meets the upstreams before the first client; a reload does so for the new ones.
+    co_await (*gw)->async_connect_upstreams();
+
+    std::size_t streams = 0;
+    auto principals = sv->backend->listening_principals();
+    for (auto const& principal : principals) {
+        auto was = co_await previous->async_tools_for(principal);
+        auto now = co_await (*gw)->async_tools_for(principal);
+        if (same_tools(std::move(was), std::move(now))) continue;
+        mcp::notification changed{"notifications/tools/list_changed", std::nullopt};
+        streams += sv->backend->notify(principal, changed);
+    }
+    if (streams) spdlog::info("reload: tools/list_changed sent on {} notification streams", streams);
+}
+
+// Reloads one at a time: a SIGHUP during a reload runs one more after it, with the file as it is then.
+asio::awaitable<void> async_reload(std::shared_ptr<serving> sv) {
+    for (;;) {
+        try {
+            co_await async_reload_once(sv);
+        } catch (std::exception const& e) {
+            spdlog::error("reload failed: {}", e.what());
+        }
+        std::lock_guard lock(sv->mutex);
+        if (!sv->reload_again) {
+            sv->reloading = false;
+            co_return;
+        }
+        sv->reload_again = false;
+    }
+}
+
+void request_reload(std::shared_ptr<serving> const& sv) {
+    {
+        std::lock_guard lock(sv->mutex);
+        if (sv->reloading) {
+            sv->reload_again = true;
+            spdlog::info("reload: SIGHUP during a reload; reloading again after it");
+            return;
+        }
+        sv->reloading = true;
+    }
+    asio::co_spawn(asio::make_strand(sv->ioc), async_reload(sv), asio::detached);
 }
 
 asio::awaitable<http_response> fallback_route(http_request& req) {
@@ -258,18 +498,38 @@ int run_serve(std::vector<std::string> const& args) {
     unsigned threads = c->server.threads ? c->server.threads : std::max(1u, std::thread::hardware_concurrency());
 
     asio::io_context ioc(static_cast<int>(threads));
+    lifecycle life;
+    auto sv = std::make_shared<serving>(ioc);
+    sv->config_file = config_file;
+    sv->listen_override = listen;
+    sv->threads_override = threads_override;
+    sv->drain_grace = c->server.drain_grace;
+    // Watching from before the first listener: a SIGHUP or SIGTERM arriving while airlock starts
+    // must not find the default action (which ends the process on the spot).
+    std::function<void(int)> on_drain, on_stop_now;
+    signal_watcher signals(ioc, signal_actions{[&](int sig) { on_drain(sig); }, [&](int sig) { on_stop_now(sig); },
+                                               [&] { request_reload(sv); }});
+
     auto sc = build_core(*c, ioc.get_executor());
     if (!sc) {
         spdlog::error("cannot start: {}", sc.error().message);
         return 1;
     }
+    sv->journal = sc->journal;
+    sv->backend = std::make_shared<reloadable_backend>(sc->gw);
+    sv->tokens = std::make_shared<token_table>();
+    sv->tokens->replace(*c);
+    sv->current = *c;
+    sv->clients = sc->clients;
+
     mcp_endpoint_options eo;
     eo.allowed_hosts = c->server.allowed_hosts;
     eo.allowed_origins = c->server.allowed_origins;
+    eo.authenticate = [tokens = sv->tokens](std::string_view presented) { return tokens->find(presented); };
+    eo.allow_anonymous = has_anonymous(*c);
     eo.input_request_ttl = c->server.input_request_ttl;
-    eo.authenticate = token_authenticator(*c);
-    for (auto const& p : c->principals) eo.allow_anonymous = eo.allow_anonymous || p.anonymous;
-    auto endpoint = std::make_shared<mcp_endpoint>(sc->gw, eo);
+    eo.keep_alive_interval = c->server.sse_keep_alive;
+    auto endpoint = std::make_shared<mcp_endpoint>(sv->backend, eo);
     auto http_options = to_http_server_options(c->server);
     // The REST API: reads come from the journal; run actions need the agent runtime.
     rest_api_options ro;
@@ -278,7 +538,10 @@ int run_serve(std::vector<std::string> const& args) {
     ro.allow_anonymous = eo.allow_anonymous;
     ro.allowed_hosts = c->server.allowed_hosts;
     ro.allowed_origins = c->server.allowed_origins;
-    ro.tools = [gw = sc->gw](std::string principal) { return gw->async_tools_for(std::move(principal)); };
+    // The gateway in force, after any reload (a replaced one stays alive: the backend keeps it).
+    ro.tools = [backend = sv->backend](std::string principal) {
+        return backend->current()->async_tools_for(std::move(principal));
+    };
     std::map<std::string, bool> trusted;
     for (auto const& p : c->principals) trusted[p.name] = p.trusted;
     ro.runs = std::make_shared<runner_control>(sc->runs, std::move(trusted));
@@ -317,40 +580,59 @@ int run_serve(std::vector<std::string> const& args) {
     spdlog::info("airlock {} listening on {} ({} upstreams, {} principals, journal {})", AIRLOCK_VERSION, where,
                  c->upstreams.size(), c->principals.size(), c->journal.directory.string());
 
-    asio::signal_set signals(ioc, SIGINT, SIGTERM);
-    auto grace = c->server.drain_grace;
-    signals.async_wait([&](boost::system::error_code const& ec, int sig) {
-        if (ec) return;
-        spdlog::info("signal {} received: draining (grace {} ms)", sig, grace.count());
+    // Stopping: upstream children get a moment to be stopped by their clients, then the loop ends.
+    auto timer = std::make_shared<asio::steady_timer>(ioc);
+    std::atomic<bool> cut_short{false};
+    auto finish = [&ioc, sv, timer, endpoint, runs = sc->runs](std::chrono::milliseconds settle) {
+        // What is still in flight is cancelled (an effect started and not finished reads as in
+        // doubt in the journal); sessions end and their runs are sealed.
         endpoint->shutdown();
-        sc->runs->stop();
+        runs->stop();
+        close_clients(ioc, sv->all_clients());
+        timer->expires_after(settle);
+        timer->async_wait([&ioc](boost::system::error_code const&) { ioc.stop(); });
+    };
+    on_drain = [&, grace = c->server.drain_grace](int sig) {
+        life.begin_drain();
+        spdlog::info("signal {} received: draining (grace {} ms; a second signal stops at once)", sig, grace.count());
+        // Notification streams end now (they have no natural end); requests in flight go on.
+        endpoint->close_streams();
         server.stop();
-        close_clients(ioc, sc->clients);
-        // In-flight requests get the grace period; the loop ends as soon as the last connection is
-        // gone, or when the grace period runs out, whichever comes first.
+        // In-flight requests and agent runs get the grace period; the loop ends as soon as the last
+        // connection and run are gone, or when the grace period runs out, whichever comes first.
         auto deadline = std::chrono::steady_clock::now() + grace;
-        auto timer = std::make_shared<asio::steady_timer>(ioc);
         auto check = std::make_shared<std::function<void()>>();
-        *check = [&ioc, &server, timer, deadline, check] {
-            if (server.active_connections() == 0 || std::chrono::steady_clock::now() >= deadline) {
-                // A moment for upstream children to be stopped by close_clients.
-                timer->expires_after(std::chrono::milliseconds(300));
-                timer->async_wait([&ioc](boost::system::error_code const&) { ioc.stop(); });
-                *check = nullptr;  // break the self-reference
+        *check = [&server, &cut_short, timer, deadline, check, finish, runs = sc->runs] {
+            if (cut_short) return;
+            auto open = server.active_connections();
+            auto running = runs->active_runs();
+            if ((open == 0 && running == 0) || std::chrono::steady_clock::now() >= deadline) {
+                if (open || running)
+                    spdlog::warn("drain: grace period over with {} connections and {} runs still going; stopping them", open,
+                                 running);
+                finish(std::chrono::milliseconds(300));
+                *check = nullptr;  // breaks the self-reference, and destroys this lambda: nothing after it
                 return;
             }
             timer->expires_after(std::chrono::milliseconds(20));
-            timer->async_wait([check](boost::system::error_code const&) {
-                if (*check) (*check)();
+            timer->async_wait([check](boost::system::error_code const& ec) {
+                if (!ec && *check) (*check)();
             });
         };
         (*check)();
-    });
+    };
+    on_stop_now = [&](int sig) {
+        spdlog::warn("signal {} received while draining: stopping now ({} connections still open)", sig,
+                     server.active_connections());
+        cut_short = true;
+        finish(std::chrono::milliseconds(0));
+    };
 
     std::vector<std::thread> pool;
     for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
     ioc.run();
     for (auto& t : pool) t.join();
+    signals.cancel();
     // The journal is closed last, and explicitly: work still referencing it when the loop stopped
     // must not find a writer running once the process begins to exit.
     sc->journal->close();

@@ -1,0 +1,88 @@
+#pragma once
+// A deployment for the sidecar tests (signals, reload, reverse proxy): airlock in front of the
+// stdio server tests/fixtures/sidecar/hold_server.mjs, one principal "alice" with a token file and
+// a manifest granting some of its tools, and the SDK client tests/fixtures/sidecar/sidecar_client.mjs.
+
+#include "tests/support/child_process.hpp"
+#include "tests/support/peers.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace airlock::testing {
+
+using namespace std::chrono_literals;
+
+struct sidecar_deployment {
+    static constexpr char const* token = "alice-sidecar-0123456789abcdef";
+
+    temp_dir dir{"airlock-sidecar"};
+    std::filesystem::path config = dir.path() / "airlock.yaml";
+    std::filesystem::path journal = dir.path() / "journal";
+
+    // `server` is the YAML of the server section's fields, each line indented by four spaces.
+    explicit sidecar_deployment(std::vector<std::string> const& tools = {"slow", "hold", "release"},
+                                std::string const& server = "") {
+        write_token(token);
+        grant(tools);
+        write_config(server);
+    }
+
+    void write_token(std::string const& t) const {
+        std::ofstream(dir.path() / "alice.token") << t << "\n";
+        ::chmod((dir.path() / "alice.token").c_str(), 0600);
+    }
+
+    // Rewrites alice's manifest to grant exactly these tools of the hold server.
+    void grant(std::vector<std::string> const& tools) const {
+        std::ofstream m(dir.path() / "alice.yaml");
+        m << "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: alice-desk, version: \"1\" }\nspec:\n  tools:\n";
+        for (auto const& t : tools) m << "    - ref: tool://hold/" << t << "\n      mutates: false\n";
+        m << "  budgets: {}\n";
+    }
+
+    void write_config(std::string const& server, std::string const& extra = "") const {
+        std::ofstream(config) << "server:\n    drain_grace: 60s\n"
+                              << server << "journal: { dir: journal }\n"
+                              << "upstreams:\n  - name: hold\n    stdio: { argv: [\"" << peers::node() << "\", \""
+                              << hold_server() << "\"] }\n"
+                              << "egress:\n  - process: \"" << peers::node() << "\"\n"
+                              << "principals:\n  - name: alice\n    token_file: alice.token\n    manifest: alice.yaml\n"
+                              << extra;
+    }
+
+    static std::string hold_server() { return std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/sidecar/hold_server.mjs"; }
+    static std::string client_script() {
+        return std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/sidecar/sidecar_client.mjs";
+    }
+
+    // The SDK client in one of its modes (sidecar_client.mjs), against `url` with alice's token.
+    static std::unique_ptr<child_process> client(std::string const& mode, std::string const& url,
+                                                 std::vector<std::string> extra = {}) {
+        std::vector<std::string> argv{peers::node(), client_script(), mode, url, token};
+        argv.insert(argv.end(), extra.begin(), extra.end());
+        return std::make_unique<child_process>(argv);
+    }
+
+    command_result verify_journal() const {
+        return run_command({AIRLOCK_BINARY, "journal", "verify", "--all", "--journal", journal.string()});
+    }
+};
+
+// The TCP port `airlock serve` reports on its listening line.
+inline std::uint16_t airlock_port(child_process& p) {
+    auto line = p.wait_for_stderr_line("listening on http://", 30s);
+    REQUIRE(line.has_value());
+    std::smatch m;
+    REQUIRE(std::regex_search(*line, m, std::regex(R"(127\.0\.0\.1:(\d+))")));
+    return static_cast<std::uint16_t>(std::stoi(m[1]));
+}
+
+}  // namespace airlock::testing

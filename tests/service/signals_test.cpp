@@ -1,0 +1,146 @@
+// `airlock serve` and its signals, run as the real binary: SIGTERM drains (in-flight calls finish,
+// new connections are refused, exit 0, the journal verifies), a second signal stops at once, and
+// SIGHUP reloads the configuration without dropping sessions or accepting a broken file.
+#include "tests/service/sidecar_deployment.hpp"
+#include "tests/support/http_get.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <csignal>
+#include <thread>
+
+using namespace airlock::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string mcp_url(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port) + "/mcp"; }
+
+// True once a TCP connection to the port is refused (the listener is gone), polling a while for it.
+bool eventually_refused(std::uint16_t port) {
+    for (int i = 0; i < 100; ++i) {
+        if (http_get(port, "/healthz").status == 0) return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return false;
+}
+
+boost::json::object outcome(child_process& client) {
+    INFO(client.stderr_text());
+    REQUIRE(client.wait(60s) == 0);
+    return boost::json::parse(client.stdout_text()).as_object();
+}
+
+// airlock serving a deployment, with a slow call of `steps` progress steps in flight when SIGTERM arrives.
+struct drain_under_way {
+    child_process airlock;
+    std::uint16_t port = 0;
+    std::unique_ptr<child_process> client;
+
+    drain_under_way(sidecar_deployment const& d, int steps)
+        : airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"}) {
+        port = airlock_port(airlock);
+        client = d.client("slow", mcp_url(port), {std::to_string(steps)});
+        REQUIRE(client->wait_for_stderr_line("progress 1", 60s));
+        airlock.signal(SIGTERM);
+        REQUIRE(airlock.wait_for_stderr_line("draining", 20s));
+    }
+};
+
+}  // namespace
+
+TEST_CASE("SIGTERM drains: a slow call in flight completes, new connections are refused, exit 0, the journal verifies") {
+    sidecar_deployment d;
+    {
+        drain_under_way run(d, 8);
+        auto& airlock = run.airlock;
+        CHECK(eventually_refused(run.port));
+        auto out = outcome(*run.client);
+        CHECK(out.at("text") == "slow done after 8 steps");
+        CHECK(out.at("progress") == 8);
+        INFO(airlock.stderr_text());
+        CHECK(airlock.wait(30s) == 0);
+        CHECK_THAT(airlock.stderr_text(), Catch::Contains("airlock stopped"));
+    }
+    auto verified = d.verify_journal();
+    INFO(verified.out << verified.err);
+    CHECK(verified.exit_code == 0);
+    CHECK_THAT(verified.out, Catch::Contains("runs verified"));
+}
+
+TEST_CASE("a second SIGTERM during the drain stops airlock at once, and the journal still verifies") {
+    sidecar_deployment d;
+    {
+        // 100 steps of 300 ms: far longer than this test waits for anything.
+        drain_under_way run(d, 100);
+        auto& airlock = run.airlock;
+        airlock.signal(SIGTERM);
+        INFO(airlock.stderr_text());
+        CHECK(airlock.wait(20s) == 0);
+        CHECK_THAT(airlock.stderr_text(), Catch::Contains("stopping now"));
+        // The call was cut off: the client fails instead of waiting out its 100 steps.
+        CHECK(run.client->wait(30s) != 0);
+    }
+    auto verified = d.verify_journal();
+    INFO(verified.out << verified.err);
+    CHECK(verified.exit_code == 0);
+}
+
+TEST_CASE("SIGHUP adding a grant shows the tool to an open session with notifications/tools/list_changed") {
+    sidecar_deployment d({"slow"});
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = airlock_port(airlock);
+    auto client = d.client("watch", mcp_url(port));
+    REQUIRE(client->wait_for_stderr_line("tools: hold__slow", 60s));
+    d.grant({"slow", "release"});
+    airlock.signal(SIGHUP);
+    REQUIRE(airlock.wait_for_stderr_line("reload: done", 30s));
+    auto out = outcome(*client);
+    CHECK(boost::json::serialize(out.at("before")) == R"(["hold__slow"])");
+    CHECK(boost::json::serialize(out.at("after")) == R"(["hold__release","hold__slow"])");
+    // The unchanged upstream kept its child: no second start of the hold server.
+    CHECK_THAT(airlock.stderr_text(), Catch::Contains("1 upstreams, 0 new or changed, 0 removed"));
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(30s) == 0);
+}
+
+TEST_CASE("an invalid configuration on SIGHUP is refused with a log line naming the field, and everything keeps working") {
+    sidecar_deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = airlock_port(airlock);
+    d.write_config("    drain_grase: 5s\n");
+    d.write_token("a-new-token-that-must-not-be-used-0123");
+    airlock.signal(SIGHUP);
+    auto refused = airlock.wait_for_stderr_line("reload refused", 30s);
+    REQUIRE(refused);
+    CHECK_THAT(*refused, Catch::Contains("server.drain_grase"));
+    // The old configuration, token included, still serves.
+    auto client = d.client("slow", mcp_url(port), {"2"});
+    CHECK(outcome(*client).at("text") == "slow done after 2 steps");
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(30s) == 0);
+}
+
+TEST_CASE("SIGHUP replaces bearer tokens: the old one is refused, the new one admitted, without a restart") {
+    sidecar_deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = airlock_port(airlock);
+    auto tools = [&](std::string const& t) {
+        return run_command({AIRLOCK_BINARY, "tools", "--server", mcp_url(port), "--header", "Authorization: Bearer " + t});
+    };
+    REQUIRE(tools(sidecar_deployment::token).exit_code == 0);
+    std::string fresh = "bob-sidecar-fedcba9876543210";
+    d.write_token(fresh);
+    airlock.signal(SIGHUP);
+    REQUIRE(airlock.wait_for_stderr_line("reload: done", 30s));
+    auto old_one = tools(sidecar_deployment::token);
+    CHECK(old_one.exit_code != 0);
+    auto new_one = tools(fresh);
+    INFO(new_one.err);
+    CHECK(new_one.exit_code == 0);
+    CHECK_THAT(new_one.out, Catch::Contains("slow"));
+    CHECK(airlock.stderr_text().find(fresh) == std::string::npos);
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(30s) == 0);
+}
