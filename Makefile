@@ -4,7 +4,7 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j2
 RUN_ARGS ?= serve
 
-.PHONY: run test bench build deps configure clean
+.PHONY: run test bench build package deps configure clean
 
 run: build
 	./$(BUILD_DIR)/service/airlock $(RUN_ARGS)
@@ -22,6 +22,10 @@ bench: build
 
 build: configure
 	cmake --build $(BUILD_DIR)
+
+# A Debian package (CPack): the binary, /etc/airlock/airlock.yaml and a hardened systemd unit.
+package: build
+	cmake --build $(BUILD_DIR) --target package
 
 # Configure once; afterwards CMake re-runs itself when a CMakeLists.txt changes.
 configure: deps
