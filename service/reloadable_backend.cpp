@@ -18,7 +18,7 @@ std::shared_ptr<gateway> reloadable_backend::replace(std::shared_ptr<gateway> ne
     auto previous = std::exchange(current_, std::move(next));
     for (auto& [id, l] : listeners_) {
         previous->remove_listener(l.inner);
-        l.inner = current_->add_listener(l.principal, l.sink);
+        l.inner = register_with(*current_, l);
     }
     retired_.push_back(previous);
     return previous;
@@ -73,11 +73,22 @@ void reloadable_backend::session_closed(std::string const& session_id) {
     for (auto const& g : all) g->session_closed(session_id);
 }
 
+std::uint64_t reloadable_backend::register_with(gateway& g, listener const& l) {
+    return l.session_id.empty() ? g.add_listener(l.principal, l.sink)
+                                : g.add_session_listener(l.principal, l.session_id, l.sink);
+}
+
 std::uint64_t reloadable_backend::add_listener(std::string const& principal, notification_sink sink) {
+    return add_session_listener(principal, "", std::move(sink));
+}
+
+std::uint64_t reloadable_backend::add_session_listener(std::string const& principal, std::string const& session_id,
+                                                       notification_sink sink) {
     std::lock_guard lock(mutex_);
     auto id = ++next_id_;
-    auto inner = current_->add_listener(principal, sink);
-    listeners_[id] = listener{principal, std::move(sink), inner};
+    listener l{principal, session_id, std::move(sink), 0};
+    l.inner = register_with(*current_, l);
+    listeners_[id] = std::move(l);
     return id;
 }
 

@@ -34,11 +34,14 @@ public:
     boost::asio::awaitable<void> async_notification(mcp::notification n, mcp::request_context& ctx) override;
     void session_closed(std::string const& session_id) override;
     std::uint64_t add_listener(std::string const& principal, notification_sink sink) override;
+    std::uint64_t add_session_listener(std::string const& principal, std::string const& session_id,
+                                       notification_sink sink) override;
     void remove_listener(std::uint64_t id) override;
 
 private:
     struct listener {
         std::string principal;
+        std::string session_id;  // a legacy session's stream; empty for others
         notification_sink sink;
         std::uint64_t inner = 0;  // its id at the current gateway
     };
@@ -48,6 +51,8 @@ private:
     std::vector<std::shared_ptr<gateway>> retired_;
     std::map<std::uint64_t, listener> listeners_;
     std::uint64_t next_id_ = 0;
+
+    std::uint64_t register_with(gateway& g, listener const& l);
 };
 
 }  // namespace airlock::service

@@ -140,7 +140,7 @@ TEST_CASE("SIGHUP replaces bearer tokens: the old one is refused, the new one ad
     INFO(new_one.err);
     CHECK(new_one.exit_code == 0);
     // airlock's tools as `airlock tools` reports them (names, out or err, whichever it uses).
-    CHECK_THAT(new_one.out + new_one.err, Catch::Contains("hold__slow"));
+    CHECK_THAT(new_one.out + new_one.err, Catch::Contains("slow"));
     CHECK(airlock.stderr_text().find(fresh) == std::string::npos);
     airlock.signal(SIGTERM);
     CHECK(airlock.wait(30s) == 0);
