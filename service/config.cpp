@@ -245,6 +245,7 @@ public:
         : core::yaml::reader({.document = "the configuration"}), base_(std::move(base)), env_(env) {}
 
     std::vector<std::string> warnings;
+    std::vector<std::string> secrets;  // values read from secret sources, for the log to redact
 
     fs::path const& base() const { return base_; }
     std::optional<std::string> getenv(std::string const& name) const { return env_ ? env_(name) : std::nullopt; }
@@ -721,6 +722,7 @@ std::optional<std::string> read_secret_value(reader& r, YAML::Node const& n, std
             r.fail("env_unset", path + ".env names " + *name + ", which is not set in airlock's environment");
             return std::nullopt;
         }
+        r.secrets.push_back(*value);
         return prefix + *value;
     }
     auto got = r.file(file, path + ".file", max_secret_bytes);
@@ -728,6 +730,7 @@ std::optional<std::string> read_secret_value(reader& r, YAML::Node const& n, std
     if (readable_by_others(got->first))
         r.warn(path + ".file " + show_path(got->first) + " can be read by group or others");
     // Files written by editors and `echo` end in a newline that is not part of the secret.
+    r.secrets.emplace_back(trim(got->second));
     return prefix + std::string(trim(got->second));
 }
 
@@ -809,6 +812,7 @@ void read_stdio_env(reader& r, YAML::Node const& n, std::string const& p, mcp::s
                     r.fail("env_unset", ep + " copies " + *var + ", which is not set in airlock's environment");
                     continue;
                 }
+                r.secrets.push_back(*got);
                 o.env[name] = std::move(*got);
             }
         }
@@ -1131,6 +1135,38 @@ std::optional<agent_config> read_agent(reader& r, YAML::Node const& n, std::stri
     return a;
 }
 
+void read_metrics(reader& r, YAML::Node const& n, metrics_config& m) {
+    if (!r.mapping(n, "metrics", {"enabled", "token_file", "token_env"})) return;
+    if (auto const v = n["enabled"]) {
+        if (auto b = r.boolean(v, "metrics.enabled")) m.enabled = *b;
+    }
+    auto const file = n["token_file"];
+    auto const env = n["token_env"];
+    if (file && env) {
+        r.fail("conflicting_fields", "metrics sets both token_file and token_env; give the token one way");
+    } else if (file) {
+        if (auto got = r.file(file, "metrics.token_file", max_secret_bytes)) {
+            m.token_file = got->first;
+            m.token = std::string(trim(got->second));
+            if (auto problem = token_problem(m.token); !problem.empty())
+                r.fail("invalid_token", "metrics.token_file: " + show_path(got->first) + ": " + problem);
+            else if (readable_by_others(got->first))
+                r.warn("metrics.token_file " + show_path(got->first) + " can be read by group or others");
+        }
+    } else if (env) {
+        if (auto var = r.text(env, "metrics.token_env")) {
+            m.token_env = *var;
+            if (auto value = r.getenv(*var); !value) {
+                r.fail("env_unset", "metrics.token_env names " + *var + ", which is not set in airlock's environment");
+            } else {
+                m.token = std::string(trim(*value));
+                if (auto problem = token_problem(m.token); !problem.empty())
+                    r.fail("invalid_token", "metrics.token_env (" + *var + "): " + problem);
+            }
+        }
+    }
+}
+
 std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, std::string const& p) {
     if (!r.mapping(n, p, {"name", "token_file", "token_env", "create_if_missing", "manifest", "trusted", "anonymous"}))
         return std::nullopt;
@@ -1402,7 +1438,7 @@ loaded load(fs::path const& file, env_lookup const& env) {
     };
     reader r(c.base_dir, env);
     if (r.mapping(doc, "", {"server", "journal", "signing", "upstreams", "egress", "principals", "providers",
-                                 "agents", "logging", "runs"})) {
+                                 "agents", "logging", "metrics", "runs"})) {
         if (auto const v = section(doc, "server")) read_server(r, v, c.server);
         if (auto const v = section(doc, "journal")) read_journal(r, v, c.journal);
         if (auto const v = section(doc, "signing")) c.signing = read_signing(r, v);
@@ -1441,6 +1477,7 @@ loaded load(fs::path const& file, env_lookup const& env) {
                 }
             }
         }
+        if (auto const v = section(doc, "metrics")) read_metrics(r, v, c.metrics);
         if (auto const v = section(doc, "runs")) {
             if (r.mapping(v, "runs", {"max_concurrent_runs"})) {
                 if (auto const m = v["max_concurrent_runs"]) {
@@ -1514,6 +1551,7 @@ loaded load(fs::path const& file, env_lookup const& env) {
     }
     out.problems = std::move(r.problems);
     c.warnings = std::move(r.warnings);
+    c.secrets = std::move(r.secrets);
     return out;
 }
 
@@ -1708,6 +1746,11 @@ std::string summary(config const& c) {
     for (auto const& a : c.agents)
         o << "agent       " << a.name << " " << a.manifest.version << " (" << a.manifest_file.string() << "), model from "
           << (a.script_file ? "the script " + a.script_file->string() : "provider " + a.provider.value_or("")) << "\n";
+    o << "metrics     ";
+    if (!c.metrics.enabled) o << "off\n";
+    else if (c.metrics.token.empty()) o << "/metrics, no token required\n";
+    else if (c.metrics.token_file) o << "/metrics, token from " << c.metrics.token_file->string() << "\n";
+    else o << "/metrics, token from $" << c.metrics.token_env.value_or("?") << "\n";
     o << "runs        at most " << c.runs.max_concurrent_runs << " at once\n";
     if (!c.warnings.empty()) {
         o << "warnings    " << c.warnings.size() << "\n";

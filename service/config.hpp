@@ -148,6 +148,15 @@ struct logging_config {
     log_format format = log_format::json;
 };
 
+// GET /metrics: on by default and open like /healthz; with a token it answers only
+// `Authorization: Bearer <token>` (a scraper's own credential, not a principal's).
+struct metrics_config {
+    bool enabled = true;
+    std::string token;  // SECRET; empty: no token required
+    std::optional<std::filesystem::path> token_file;
+    std::optional<std::string> token_env;  // the variable's name, not its value
+};
+
 struct runs_config {
     std::size_t max_concurrent_runs = 64;
 };
@@ -164,10 +173,14 @@ struct config {
     std::vector<provider_config> providers;
     std::vector<agent_config> agents;
     logging_config logging;
+    metrics_config metrics;
     runs_config runs;
     // Valid but probably not what was meant (an upstream egress does not allow, a token file others
     // can read, ...). Shown by summary(); never contain secrets.
     std::vector<std::string> warnings;
+    // SECRET: every value read from an environment variable or a file for an upstream's headers or
+    // environment (env, env_from), so the log can redact them. Tokens are in principals.
+    std::vector<std::string> secrets;
 };
 
 // Reads, validates and resolves the file; the first problem found, with the key path at fault.

@@ -4,6 +4,7 @@
 #include "core/canonical_json.hpp"
 #include "core/sha256.hpp"
 #include "store/lmdb_store.hpp"
+#include "service/metrics.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -388,6 +389,7 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
     auto& c = catalogues_[up.name];
     c.entries = std::make_shared<std::vector<catalogue_entry> const>(std::move(entries));
     c.failed = false;
+    c.answered = true;
     // Re-read after the TTL even without list_changed: not every server sends it.
     c.retry_after = now + catalogue_ttl;
     auto snapshot = c.entries;
@@ -565,6 +567,7 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     auto deny = [&](std::string tool, core::deny_reason reason, std::string detail) -> asio::awaitable<mcp::handler_result> {
         json::object body{{"tool", tool}, {"reason", core::to_string(reason)}, {"detail", detail}};
         core::new_record rec{core::record_kind::policy_denied, std::move(body)};
+        if (options_.metrics) options_.metrics->policy_denials.with({core::to_string(reason)}).inc();
         co_await async_journal(*run, std::move(rec));
         spdlog::info("denied: principal {} tool {}: {} ({})", p->name, tool, core::to_string(reason), detail);
         co_return refusal_result(not_permitted_text);
@@ -577,6 +580,8 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
         if (auto id = core::tool_id::from_wire_name(name); id && p->grants.grant_for(*id)) {
             if (auto const* down = upstream(id->server()); down && !upstream_available(down->name)) {
                 spdlog::info("call to {} by {}: upstream {} is unavailable", id->uri(), p->name, down->name);
+                // Refused locally, nothing sent: counted, but it has no upstream latency to observe.
+                if (options_.metrics) options_.metrics->tool_calls.with({id->server(), id->name(), "unreachable"}).inc();
                 co_return refusal_result("unreachable: upstream '" + down->name + "' is unavailable; retrying");
             }
         }
@@ -658,7 +663,9 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     auto on_notification = relay_to(ctx, call_exec);
     inflight_guard in_flight(*this, up->name, ctx, call_exec);
     auto call = up->client->async_call_tool(tool, arguments, block, on_progress, deadline, on_notification);
+    auto call_started = std::chrono::steady_clock::now();
     auto finished = co_await async_cancellable(ctx.cancelled, std::move(call));
+    auto call_took = std::chrono::steady_clock::now() - call_started;
     core::tool_result<mcp::call_tool_result> outcome =
         finished ? std::move(*finished)
                  : core::tool_result<mcp::call_tool_result>(core::tool_error{
@@ -682,6 +689,14 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
                             {"detail", e.detail}};
         after = {core::record_kind::effect_failed, std::move(failed)};
         result = refusal_result(std::string(core::to_string(e.kind)) + ": " + e.detail);
+    }
+    if (options_.metrics) {
+        // A result with isError is the tool reporting failure: ToolError's tool_failed, as the
+        // ToolClient interface reports it.
+        std::string_view kind = !outcome                          ? core::to_string(outcome.error().kind)
+                                : outcome->is_error.value_or(false) ? core::to_string(core::tool_error_kind::tool_failed)
+                                                                    : std::string_view("ok");
+        options_.metrics->tool_call(entry->id.server(), entry->id.name(), kind, call_took);
     }
     // The outcome record need not delay the reply: lost in a crash, the effect reads as in doubt,
     // which is the truth.
@@ -1179,6 +1194,25 @@ asio::awaitable<void> gateway::async_connect_upstreams() {
         }
         co_await async_catalogue(up);
     }
+}
+
+std::vector<std::pair<std::string, gateway::upstream_state>> gateway::upstream_states() const {
+    std::vector<std::pair<std::string, upstream_state>> out;
+    std::lock_guard lock(mutex_);
+    for (auto const& up : options_.upstreams) {
+        auto it = catalogues_.find(up.name);
+        auto state = it == catalogues_.end() ? upstream_state::unknown
+                     : it->second.failed     ? upstream_state::down
+                     : it->second.answered   ? upstream_state::up
+                                             : upstream_state::unknown;
+        out.emplace_back(up.name, state);
+    }
+    return out;
+}
+
+asio::awaitable<void> gateway::async_probe_upstreams() {
+    // async_catalogue answers from its snapshot while it is fresh: only stale ones are read.
+    for (auto const& up : options_.upstreams) co_await async_catalogue(up);
 }
 
 asio::awaitable<mcp::handler_result> gateway::async_handle(mcp::request req, mcp::request_context& ctx) {

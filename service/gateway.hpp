@@ -26,6 +26,8 @@
 
 namespace airlock::service {
 
+class airlock_metrics;
+
 struct gateway_upstream {
     std::string name;                          // the server part of tool://server/name
     std::shared_ptr<mcp::mcp_client> client;
@@ -55,6 +57,7 @@ struct gateway_options {
     std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
     std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG; RAND_bytes when empty
     mcp::implementation server_info{"airlock", "0", std::nullopt, std::nullopt};
+    std::shared_ptr<airlock_metrics> metrics;  // tool calls and denials are counted here when set
 };
 
 // Resources and prompts are governed per server: a principal sees the resources, resource templates
@@ -100,6 +103,14 @@ public:
     // before the first client asks. Failures are logged; the upstream is retried on demand.
     boost::asio::awaitable<void> async_connect_upstreams();
 
+    // What the gateway knows of each upstream, in configuration order: up when its last catalogue
+    // read succeeded, down when it failed, unknown before the first read ends.
+    enum class upstream_state { unknown, up, down };
+    std::vector<std::pair<std::string, upstream_state>> upstream_states() const;
+    // Re-reads the catalogues whose TTL (or failure backoff) has passed, so upstream_states()
+    // follows upstreams that come and go even when no call touches them.
+    boost::asio::awaitable<void> async_probe_upstreams();
+
 private:
     explicit gateway(gateway_options options);
 
@@ -113,7 +124,8 @@ private:
     struct catalogue {
         std::shared_ptr<std::vector<catalogue_entry> const> entries = std::make_shared<std::vector<catalogue_entry> const>();
         std::chrono::steady_clock::time_point retry_after{};
-        bool failed = false;  // the last read failed: the upstream is down
+        bool failed = false;    // the last read failed: the upstream is down
+        bool answered = false;  // a read has succeeded at least once
     };
 
     // A downstream request being served by an upstream: where that upstream's questions and log

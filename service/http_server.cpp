@@ -476,6 +476,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
         auto& low = beast::get_lowest_layer(stream);
         if (over_capacity) {
             auto refusal = json_error(http::status::service_unavailable, "over_capacity", "too many connections; retry later", 11, false);
+            if (options.on_refused) options.on_refused(refusal.result_int());
             co_await write_and_close(stream, std::move(refusal));
             co_return true;
         }
@@ -511,6 +512,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
                 } else {
                     refusal = json_error(http::status::bad_request, "bad_request", "malformed HTTP request: " + hec.message());
                 }
+                if (options.on_refused) options.on_refused(refusal.result_int());
                 co_await write_and_close(stream, std::move(refusal));
                 co_return true;
             }

@@ -50,6 +50,9 @@ struct http_server_options {
     std::size_t max_connections = 1024;
     // Peers whose X-Forwarded-For / Forwarded headers say who the client is (forwarded.hpp).
     proxy_trust trusted;
+    // Called on the connection's strand when the server answers by itself, before any handler saw
+    // a request: 400 (malformed), 413, 431, 503 (over the connection cap). For logs and metrics.
+    std::function<void(unsigned status)> on_refused;
 };
 
 // The effective client address of a request the server read: the peer's IP address, "unix" for a

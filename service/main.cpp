@@ -3,6 +3,8 @@
 #include "service/runs_command.hpp"
 #include "service/ask_command.hpp"
 #include "service/check_command.hpp"
+#include "service/config.hpp"
+#include "service/log.hpp"
 #include "service/journal_command.hpp"
 #include "service/keygen_command.hpp"
 #include "service/pins_command.hpp"
@@ -10,8 +12,6 @@
 #include "service/serve.hpp"
 #include "service/upstream_command.hpp"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include <cstring>
 #include <iostream>
@@ -60,7 +60,8 @@ void usage(std::ostream& out) {
 
 int main(int argc, char** argv) {
     // Logs go to stderr: stdout belongs to command output (and to the MCP stream in stdio mode).
-    spdlog::set_default_logger(spdlog::stderr_color_mt("airlock"));
+    // Text for the one-shot commands a person runs; serve and stdio install the configured format.
+    airlock::service::log::install(airlock::service::log_format::text, airlock::service::log_level::info);
 
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty()) {

@@ -4,6 +4,7 @@
 #include "mcp/mrtr.hpp"
 #include "core/sha256.hpp"
 #include "mcp/sse.hpp"
+#include "service/request_observer.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -1179,6 +1180,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         auto who = authenticate(req);
         if (auto* refused = std::get_if<http_response>(&who)) co_return std::move(*refused);
         auto principal = std::get<std::string>(std::move(who));
+        note_principal(req, principal);
         sweep();
         switch (req.method()) {
         case http::verb::post: co_return co_await handle_post(req, principal);
@@ -1507,7 +1509,10 @@ namespace {
 asio::awaitable<http_reply> route_mcp(std::shared_ptr<mcp_endpoint> endpoint, http_response_handler const& fallback,
                                       std::string const& path, http_request& req) {
     auto target = req.target();
-    if (target.substr(0, target.find('?')) == path) co_return co_await endpoint->async_handle(req);
+    if (target.substr(0, target.find('?')) == path) {
+        note_route(req, path);
+        co_return co_await endpoint->async_handle(req);
+    }
     co_return http_reply(co_await fallback(req));
 }
 

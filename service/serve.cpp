@@ -5,10 +5,14 @@
 #include "mcp/stdio_transport.hpp"
 #include "service/config.hpp"
 #include "service/gateway.hpp"
+#include "service/health.hpp"
 #include "service/http_server.hpp"
 #include "service/lifecycle.hpp"
+#include "service/log.hpp"
 #include "service/mcp_endpoint.hpp"
+#include "service/metrics.hpp"
 #include "service/reloadable_backend.hpp"
+#include "service/request_observer.hpp"
 #include "service/rest_api.hpp"
 #include "service/providers/factory.hpp"
 #include "service/runner_control.hpp"
@@ -22,6 +26,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/json/serialize.hpp>
@@ -44,11 +49,14 @@ namespace asio = boost::asio;
 namespace {
 
 constexpr char serve_usage[] =
-    "usage: airlock serve [--config FILE] [--listen HOST:PORT] [--threads N]\n"
+    "usage: airlock serve [--config FILE] [--listen HOST:PORT] [--threads N] [--log-format json|text]\n"
+    "                     [--log-level trace|debug|info|warn|error]\n"
     "  --config FILE        configuration (docs/configuration.md); without it, the embedded defaults:\n"
     "                       127.0.0.1:8787, journal in var/journal, no upstreams, no principals\n"
     "  --listen HOST:PORT   overrides server.listen (port 0 picks a free one)\n"
-    "  --threads N          overrides server.threads\n";
+    "  --threads N          overrides server.threads\n"
+    "  --log-format F       overrides logging.format: json (one object per line) or text\n"
+    "  --log-level L        overrides logging.level\n";
 
 constexpr char replay_usage[] =
     "usage: airlock replay --config FILE RUN\n"
@@ -56,8 +64,9 @@ constexpr char replay_usage[] =
     "  prints its status and output; exit 1 when the current manifest or code would act differently\n";
 
 constexpr char stdio_usage[] =
-    "usage: airlock stdio --config FILE [--principal NAME]\n"
-    "  serves one MCP client on stdin/stdout as NAME (default: the only principal in the file)\n";
+    "usage: airlock stdio --config FILE [--principal NAME] [--log-format json|text] [--log-level LEVEL]\n"
+    "  serves one MCP client on stdin/stdout as NAME (default: the only principal in the file);\n"
+    "  logs go to stderr\n";
 
 bool parse_listen(std::string const& text, server_config& s) {
     auto colon = text.rfind(':');
@@ -87,18 +96,44 @@ core::result<config> load(std::optional<std::string> const& file) {
     auto c = load_config(*file, process_environment());
     if (!c) return c.error();
     if (auto made = create_missing_secrets(*c); !made) return made.error();
-    for (auto const& w : c->warnings) spdlog::warn("config: {}", w);
     return c;
 }
 
-void apply_logging(logging_config const& l) {
-    switch (l.level) {
-        case log_level::trace: spdlog::set_level(spdlog::level::trace); break;
-        case log_level::debug: spdlog::set_level(spdlog::level::debug); break;
-        case log_level::info: spdlog::set_level(spdlog::level::info); break;
-        case log_level::warn: spdlog::set_level(spdlog::level::warn); break;
-        case log_level::error: spdlog::set_level(spdlog::level::err); break;
+// The flags that override the configuration's logging section.
+struct log_flags {
+    std::optional<log_format> format;
+    std::optional<log_level> level;
+};
+
+// Parses --log-format / --log-level at args[i] (advancing i); nullopt when args[i] is neither,
+// false after printing the problem.
+std::optional<bool> parse_log_flag(std::vector<std::string> const& args, std::size_t& i, log_flags& out,
+                                   char const* command) {
+    auto const& a = args[i];
+    if (a != "--log-format" && a != "--log-level") return std::nullopt;
+    if (i + 1 >= args.size()) {
+        std::cerr << "airlock " << command << ": " << a << " needs a value\n";
+        return false;
     }
+    auto const& v = args[++i];
+    if (a == "--log-format") {
+        out.format = log::parse_format(v);
+        if (!out.format) std::cerr << "airlock " << command << ": --log-format: '" << v << "' is not json or text\n";
+        return out.format.has_value();
+    }
+    out.level = log::parse_level(v);
+    if (!out.level)
+        std::cerr << "airlock " << command << ": --log-level: '" << v << "' is not trace, debug, info, warn or error\n";
+    return out.level.has_value();
+}
+
+// The configuration's logging with the flags on top, installed before anything is logged; every
+// secret the configuration holds is redacted from then on.
+void apply_logging(config const& c, log_flags const& flags) {
+    log::install(flags.format.value_or(c.logging.format), flags.level.value_or(c.logging.level));
+    log::add_secrets_of(c);
+    log::add_secret(c.metrics.token);
+    for (auto const& w : c.warnings) spdlog::warn("config: {}", w);
 }
 
 // Everything that serves MCP, built from a configuration: journal, upstream clients, gateway.
@@ -153,8 +188,10 @@ bool same_client(upstream_config const& a, core::egress_allowlist const& ea, ups
 // The gateway of a configuration over a journal and the upstreams' clients (clients[i] serves c.upstreams[i]).
 core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_io_executor exec,
                                                     std::shared_ptr<store::lmdb_store> const& journal,
-                                                    std::vector<std::shared_ptr<mcp::mcp_client>> const& clients) {
+                                                    std::vector<std::shared_ptr<mcp::mcp_client>> const& clients,
+                                                    std::shared_ptr<airlock_metrics> metrics) {
     gateway_options go;
+    go.metrics = std::move(metrics);
     go.executor = exec;
     go.egress = c.egress;
     go.journal = journal;
@@ -174,13 +211,19 @@ core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_i
     return gateway::make(std::move(go));
 }
 
-core::result<service_core> build_core(config const& c, asio::any_io_executor exec) {
+core::result<service_core> build_core(config const& c, asio::any_io_executor exec,
+                                      std::shared_ptr<airlock_metrics> metrics = nullptr) {
     service_core sc;
-    auto opened = store::lmdb_store::open(c.journal);
+    auto journal_options = c.journal;
+    if (metrics)
+        journal_options.on_commit = [metrics](std::size_t writes, std::chrono::steady_clock::duration took) {
+            metrics->journal_commit(writes, took);
+        };
+    auto opened = store::lmdb_store::open(journal_options);
     if (!opened) return opened.error();
     sc.journal = std::shared_ptr<store::lmdb_store>(std::move(*opened));
     for (auto const& u : c.upstreams) sc.clients.push_back(make_upstream_client(u, c.egress, exec));
-    auto g = make_gateway(c, exec, sc.journal, sc.clients);
+    auto g = make_gateway(c, exec, sc.journal, sc.clients, metrics);
     if (!g) return g.error();
     sc.gw = *g;
     runner_parts parts{exec, sc.journal, sc.clients, {}};
@@ -268,6 +311,7 @@ struct serving {
     std::shared_ptr<store::lmdb_store> journal;
     std::shared_ptr<reloadable_backend> backend;
     std::shared_ptr<token_table> tokens;
+    std::shared_ptr<airlock_metrics> metrics;
     std::chrono::milliseconds drain_grace{};
 
     std::mutex mutex;
@@ -340,7 +384,7 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
         }
         clients.push_back(reuse);
     }
-    auto gw = make_gateway(*next, exec, sv->journal, clients);
+    auto gw = make_gateway(*next, exec, sv->journal, clients, sv->metrics);
     if (!gw) {
         spdlog::error("reload refused, the running configuration stays: {}", gw.error().message);
         for (std::size_t i = 0; i < clients.size(); ++i) {
@@ -357,7 +401,9 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
         spdlog::warn("reload: {} changed; that takes effect at the next restart", what);
     sv->tokens->replace(*next);
     auto previous = sv->backend->replace(*gw);
-    apply_logging(next->logging);
+    // The format stays as it started (a collector parses it); level and secrets follow the file.
+    log::set_level(next->logging.level);
+    log::add_secrets_of(*next);
     {
         std::lock_guard lock(sv->mutex);
         // Settings that wait for a restart stay as they run, so the next reload compares with those.
@@ -421,14 +467,59 @@ void request_reload(std::shared_ptr<serving> const& sv) {
     asio::co_spawn(asio::make_strand(sv->ioc), async_reload(sv), asio::detached);
 }
 
-asio::awaitable<http_response> fallback_route(http_request& req) {
+// What /readyz and /metrics read: the service's parts, shared with the routes.
+struct ops_state {
+    std::shared_ptr<airlock_metrics> metrics;
+    std::shared_ptr<serving> sv;  // the gateway and configuration in force, after any reload
+    lifecycle* life = nullptr;
+    metrics_config metrics_settings;
+    std::atomic<bool> probing{false};
+};
+
+readiness_inputs readiness_of(ops_state& s) {
+    readiness_inputs in;
+    in.journal_open = s.sv->journal->is_open();
+    in.draining = s.life->draining();
+    std::map<std::string, bool> optional;
+    {
+        std::lock_guard lock(s.sv->mutex);
+        for (auto const& u : s.sv->current.upstreams) optional[u.name] = u.optional;
+    }
+    for (auto const& [name, state] : s.sv->backend->current()->upstream_states()) {
+        readiness_inputs::upstream u{name, optional[name], readiness_inputs::upstream_state::unknown};
+        if (state == gateway::upstream_state::up) u.state = readiness_inputs::upstream_state::up;
+        if (state == gateway::upstream_state::down) u.state = readiness_inputs::upstream_state::down;
+        in.upstreams.push_back(std::move(u));
+    }
+    return in;
+}
+
+asio::awaitable<void> async_probe(std::shared_ptr<ops_state> s) {
+    try {
+        auto gw = s->sv->backend->current();
+        co_await gw->async_probe_upstreams();
+    } catch (std::exception const& e) {
+        spdlog::warn("readiness probe of the upstreams failed: {}", e.what());
+    }
+    s->probing = false;
+}
+
+// /healthz, /readyz, /metrics, and 404 for everything else.
+asio::awaitable<http_response> ops_route(std::shared_ptr<ops_state> s, http_request& req) {
     auto target = req.target();
     auto path = target.substr(0, target.find('?'));
-    if (path == "/healthz") {
-        if (req.method() != http::verb::get && req.method() != http::verb::head)
-            co_return json_error(http::status::method_not_allowed, "method_not_allowed", "use GET");
-        co_return json_response(http::status::ok, R"({"status":"ok"})", req.version());
+    if (path == "/healthz") co_return healthz_response(req);
+    if (path == "/readyz") {
+        // Answered from what is known now; stale upstream states are refreshed in the background,
+        // so a probe never waits on an upstream.
+        if (!s->probing.exchange(true)) {
+            auto exec = co_await asio::this_coro::executor;
+            asio::co_spawn(exec, async_probe(s), asio::detached);
+        }
+        co_return readyz_response(req, readiness_of(*s));
     }
+    if (path == "/metrics" && s->metrics_settings.enabled)
+        co_return metrics_response(req, *s->metrics, s->metrics_settings.token);
     co_return json_error(http::status::not_found, "not_found", "no route for " + std::string(path), req.version());
 }
 
@@ -447,7 +538,12 @@ void close_clients(asio::io_context& ioc, std::vector<std::shared_ptr<mcp::mcp_c
 int run_serve(std::vector<std::string> const& args) {
     std::optional<std::string> config_file, listen;
     std::optional<unsigned> threads_override;
+    log_flags logging;
     for (std::size_t i = 0; i < args.size(); ++i) {
+        if (auto ok = parse_log_flag(args, i, logging, "serve")) {
+            if (!*ok) return 2;
+            continue;
+        }
         auto const& a = args[i];
         auto value = [&](char const* name) -> std::string const* {
             if (i + 1 >= args.size()) {
@@ -492,7 +588,7 @@ int run_serve(std::vector<std::string> const& args) {
         std::cerr << "airlock serve: " << (config_file ? *config_file + ": " : "") << c.error().message << "\n";
         return 1;
     }
-    apply_logging(c->logging);
+    apply_logging(*c, logging);
     if (listen) parse_listen(*listen, c->server);
     if (threads_override) c->server.threads = *threads_override;
     unsigned threads = c->server.threads ? c->server.threads : std::max(1u, std::thread::hardware_concurrency());
@@ -510,7 +606,9 @@ int run_serve(std::vector<std::string> const& args) {
     signal_watcher signals(ioc, signal_actions{[&](int sig) { on_drain(sig); }, [&](int sig) { on_stop_now(sig); },
                                                [&] { request_reload(sv); }});
 
-    auto sc = build_core(*c, ioc.get_executor());
+    auto metrics = std::make_shared<airlock_metrics>();
+    sv->metrics = metrics;
+    auto sc = build_core(*c, ioc.get_executor(), metrics);
     if (!sc) {
         spdlog::error("cannot start: {}", sc.error().message);
         return 1;
@@ -546,12 +644,30 @@ int run_serve(std::vector<std::string> const& args) {
     for (auto const& p : c->principals) trusted[p.name] = p.trusted;
     ro.runs = std::make_shared<runner_control>(sc->runs, std::move(trusted));
     auto rest = std::make_shared<rest_api>(std::move(ro));
-    http_response_handler routes = [rest](http_request& req) -> asio::awaitable<http_response> {
+    auto ops = std::make_shared<ops_state>();
+    ops->metrics = metrics;
+    ops->sv = sv;
+    ops->life = &life;
+    ops->metrics_settings = c->metrics;
+    http_response_handler routes = [rest, ops](http_request& req) -> asio::awaitable<http_response> {
         auto target = req.target();
-        if (rest_api::owns(target.substr(0, target.find('?')))) co_return co_await rest->async_handle(req);
-        co_return co_await fallback_route(req);
+        if (rest_api::owns(target.substr(0, target.find('?')))) {
+            note_route(req, "/v1");
+            co_return co_await rest->async_handle(req);
+        }
+        co_return co_await ops_route(ops, req);
     };
-    http_server server(ioc, http_options, make_mcp_handler(endpoint, routes));
+    request_observer_options observer;
+    observer.metrics = metrics;
+    http_options.on_refused = observe_refusals(observer);
+    http_server server(ioc, http_options, observe_requests(make_mcp_handler(endpoint, routes), observer));
+    // Gauges whose truth lives elsewhere are read when Prometheus scrapes.
+    metrics->on_scrape([&server, endpoint, backend = sv->backend](airlock_metrics& m) {
+        m.active_connections.with({}).set(static_cast<std::int64_t>(server.active_connections()));
+        m.active_sessions.with({}).set(static_cast<std::int64_t>(endpoint->session_count()));
+        for (auto const& [name, state] : backend->current()->upstream_states())
+            m.upstream_up.with({name}).set(state == gateway::upstream_state::up ? 1 : 0);
+    });
     try {
         server.listen();
     } catch (boost::system::system_error const& e) {
@@ -642,7 +758,12 @@ int run_serve(std::vector<std::string> const& args) {
 
 int run_stdio(std::vector<std::string> const& args) {
     std::optional<std::string> config_file, principal;
+    log_flags logging;
     for (std::size_t i = 0; i < args.size(); ++i) {
+        if (auto ok = parse_log_flag(args, i, logging, "stdio")) {
+            if (!*ok) return 2;
+            continue;
+        }
         auto const& a = args[i];
         if (a == "--help" || a == "-h") {
             std::cout << stdio_usage;
@@ -664,7 +785,7 @@ int run_stdio(std::vector<std::string> const& args) {
         std::cerr << "airlock stdio: " << *config_file << ": " << c.error().message << "\n";
         return 1;
     }
-    apply_logging(c->logging);
+    apply_logging(*c, logging);
     if (!principal) {
         if (c->principals.size() != 1) {
             std::cerr << "airlock stdio: --principal is required when the configuration has "
@@ -729,7 +850,7 @@ int run_replay(std::vector<std::string> const& args) {
         std::cerr << "airlock replay: " << *config_file << ": " << c.error().message << "\n";
         return 1;
     }
-    apply_logging(c->logging);
+    apply_logging(*c, log_flags{});
     asio::io_context ioc;
     auto sc = build_core(*c, ioc.get_executor());
     if (!sc) {

@@ -131,6 +131,7 @@ struct lmdb_store::impl {
     std::deque<std::unique_ptr<write_op>> queue;
     std::size_t urgent = 0;  // queued ops that are not deferred: the writer commits as soon as there is one
     bool stopping = false;
+    std::atomic<bool> closed{false};
     std::thread writer;
     std::atomic<std::uint64_t> batches{0}, operations{0};
 
@@ -141,6 +142,7 @@ struct lmdb_store::impl {
             std::lock_guard lock(mutex);
             stopping = true;
         }
+        closed.store(true, std::memory_order_release);
         wake.notify_all();
         if (writer.joinable() && writer.get_id() != std::this_thread::get_id()) writer.join();
         if (env) mdb_env_sync(env, 1);
@@ -210,7 +212,9 @@ struct lmdb_store::impl {
                 dirty = false;
                 continue;
             }
+            auto started = std::chrono::steady_clock::now();
             commit_batch(batch);
+            if (options.on_commit) options.on_commit(batch.size(), std::chrono::steady_clock::now() - started);
             dirty = true;
             for (auto& op : batch) op->complete();
         }
@@ -609,6 +613,8 @@ asio::awaitable<result<std::vector<core::pin>>> lmdb_store::async_pins() {
 }
 
 void lmdb_store::close() { impl_->close(); }
+
+bool lmdb_store::is_open() const noexcept { return !impl_->closed.load(std::memory_order_acquire); }
 
 lmdb_store::stats lmdb_store::writer_stats() const { return {impl_->batches.load(), impl_->operations.load()}; }
 

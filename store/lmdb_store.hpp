@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 namespace airlock::store {
@@ -28,6 +29,9 @@ struct lmdb_options {
     // How long a deferred append (async_append_deferred) may wait for an append that must be
     // committed now to ride along with; past it, it is committed on its own.
     std::chrono::milliseconds defer_limit{10};
+    // Called on the writer thread after each group commit with the number of writes it held and the
+    // time it took (fsyncs included), for metrics. Must be cheap and must not throw.
+    std::function<void(std::size_t writes, std::chrono::steady_clock::duration took)> on_commit;
 };
 
 class lmdb_store final : public core::journal_store, public core::pin_store {
@@ -39,6 +43,8 @@ public:
     // Drains queued appends, stops the writer thread and syncs, now: later appends fail "closed".
     // The service calls it at shutdown, so no append can run after the process starts to exit.
     void close();
+    // False once close() has begun: appends fail from then on.
+    bool is_open() const noexcept;
 
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_append(
         std::string run_id, std::vector<core::new_record> records) override;

@@ -56,8 +56,14 @@ child_process::child_process(std::vector<std::string> argv, std::vector<std::str
         close(err_fd_);
         throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
     }
-    fcntl(out_fd_, F_SETFL, O_NONBLOCK);
-    fcntl(err_fd_, F_SETFL, O_NONBLOCK);
+    if (pipe2(wake_, O_CLOEXEC) != 0) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        close(out_fd_);
+        close(err_fd_);
+        throw std::runtime_error("pipe failed");
+    }
+    reader_ = std::thread([this] { read_loop(); });
 }
 
 child_process::~child_process() {
@@ -66,38 +72,48 @@ child_process::~child_process() {
         int status = 0;
         waitpid(pid_, &status, 0);
     }
-    if (out_fd_ >= 0) close(out_fd_);
-    if (err_fd_ >= 0) close(err_fd_);
+    // A grandchild may still hold the pipes open: the reader is told to stop rather than awaited to EOF.
+    char stop = 1;
+    [[maybe_unused]] auto n = write(wake_[1], &stop, 1);
+    reader_.join();
+    for (int fd : {out_fd_, err_fd_, wake_[0], wake_[1]})
+        if (fd >= 0) close(fd);
 }
 
-void child_process::drain(bool block_until_eof) {
+void child_process::read_loop() {
     char buf[65536];
-    for (int* fd : {&out_fd_, &err_fd_}) {
-        if (*fd < 0) continue;
-        for (;;) {
-            ssize_t n = read(*fd, buf, sizeof buf);
-            if (n > 0) {
-                (fd == &out_fd_ ? out_ : err_).append(buf, static_cast<std::size_t>(n));
-                continue;
-            }
-            if (n == 0) {
-                close(*fd);
-                *fd = -1;
-            } else if (errno == EAGAIN && block_until_eof) {
-                pollfd p{*fd, POLLIN, 0};
-                poll(&p, 1, 100);
-                continue;
-            }
+    bool out_open = true, err_open = true;
+    while (out_open || err_open) {
+        pollfd p[3] = {{out_open ? out_fd_ : -1, POLLIN, 0}, {err_open ? err_fd_ : -1, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+        if (poll(p, 3, -1) < 0) {
+            if (errno == EINTR) continue;
             break;
         }
+        if (p[2].revents) break;
+        for (int i = 0; i < 2; ++i) {
+            if (!p[i].revents) continue;
+            ssize_t n = read(p[i].fd, buf, sizeof buf);
+            if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+            std::lock_guard lock(mutex_);
+            if (n > 0) {
+                (i == 0 ? out_ : err_).append(buf, static_cast<std::size_t>(n));
+            } else {
+                (i == 0 ? out_open : err_open) = false;
+                (i == 0 ? out_open_ : err_open_) = false;
+            }
+            changed_.notify_all();
+        }
     }
+    std::lock_guard lock(mutex_);
+    out_open_ = err_open_ = false;
+    changed_.notify_all();
 }
 
 std::optional<std::string> child_process::wait_for_stderr_line(std::string const& needle,
                                                                std::chrono::milliseconds deadline) {
     auto until = clock::now() + deadline;
+    std::unique_lock lock(mutex_);
     for (;;) {
-        drain(false);
         for (;;) {
             auto nl = err_.find('\n', err_scanned_);
             if (nl == std::string::npos) break;
@@ -105,9 +121,8 @@ std::optional<std::string> child_process::wait_for_stderr_line(std::string const
             err_scanned_ = nl + 1;
             if (line.find(needle) != std::string::npos) return line;
         }
-        if (err_fd_ < 0 || remaining_ms(until) == 0) return std::nullopt;
-        pollfd p{err_fd_, POLLIN, 0};
-        poll(&p, 1, std::min(remaining_ms(until), 200));
+        if (!err_open_ || clock::now() >= until) return std::nullopt;
+        changed_.wait_until(lock, std::min(until, clock::now() + std::chrono::milliseconds(200)));
     }
 }
 
@@ -116,7 +131,6 @@ int child_process::wait(std::chrono::milliseconds deadline) {
     auto until = clock::now() + deadline;
     int status = 0;
     for (;;) {
-        drain(false);
         pid_t r = waitpid(pid_, &status, WNOHANG);
         if (r == pid_) break;
         if (remaining_ms(until) == 0) {
@@ -126,7 +140,11 @@ int child_process::wait(std::chrono::milliseconds deadline) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    drain(true);
+    {
+        // What the child wrote before it exited; a grandchild holding the pipes open is not waited for long.
+        std::unique_lock lock(mutex_);
+        changed_.wait_for(lock, std::chrono::seconds(5), [&] { return !out_open_ && !err_open_; });
+    }
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return *exit_code_;
 }
@@ -135,13 +153,13 @@ void child_process::signal(int sig) {
     if (!exit_code_) kill(pid_, sig);
 }
 
-std::string const& child_process::stdout_text() {
-    drain(false);
+std::string child_process::stdout_text() const {
+    std::lock_guard lock(mutex_);
     return out_;
 }
 
-std::string const& child_process::stderr_text() {
-    drain(false);
+std::string child_process::stderr_text() const {
+    std::lock_guard lock(mutex_);
     return err_;
 }
 

@@ -1,10 +1,15 @@
 #pragma once
 // A child process for end-to-end tests: started from an argv (no shell), its output captured, and
-// always stopped — the destructor kills it, so a failing test leaves nothing running.
+// always stopped — the destructor kills it, so a failing test leaves nothing running. A thread
+// reads its stdout and stderr as they come, so a chatty child (airlock logs a line per request)
+// never blocks on a full pipe while the test is busy elsewhere.
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace airlock::testing {
@@ -23,20 +28,26 @@ public:
     int wait(std::chrono::milliseconds deadline = std::chrono::seconds(30));
     // Sends a signal.
     void signal(int sig);
-    // Everything captured so far (drains what is readable without blocking).
-    std::string const& stdout_text();
-    std::string const& stderr_text();
+    // Everything captured so far.
+    std::string stdout_text() const;
+    std::string stderr_text() const;
     int pid() const noexcept { return pid_; }
 
 private:
-    void drain(bool block_until_eof);
+    void read_loop();
     int pid_ = -1;
     int out_fd_ = -1;
     int err_fd_ = -1;
+    int wake_[2] = {-1, -1};  // written to stop the reader
     std::optional<int> exit_code_;
+    mutable std::mutex mutex_;
+    std::condition_variable changed_;
     std::string out_;
     std::string err_;
+    bool out_open_ = true;
+    bool err_open_ = true;
     std::size_t err_scanned_ = 0;
+    std::thread reader_;
 };
 
 // Runs a command to completion and returns {exit code, stdout, stderr}.

@@ -1,0 +1,343 @@
+// airlock as operators see it: /healthz, /readyz, /metrics (checked by promtool) and the request
+// log, from the real binary with a real upstream and the official SDK client driving traffic.
+#include "tests/support/child_process.hpp"
+#include "tests/support/gateway_deployment.hpp"
+#include "tests/support/http_get.hpp"
+#include "tests/support/peers.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <boost/json/parse.hpp>
+#include <catch2/catch.hpp>
+
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+using namespace airlock::testing;
+using namespace std::chrono_literals;
+namespace json = boost::json;
+
+namespace {
+
+constexpr char const* alice_token = "alice-ops-0123456789abcdef";
+
+struct deployment : gateway_deployment {
+    explicit deployment(std::string const& extra = "", std::string const& stdio_extra = "")
+        : gateway_deployment(alice_token, extra, stdio_extra) {}
+};
+
+raw_response get_with(std::uint16_t port, std::string const& path, std::string const& headers) {
+    return raw_http(port, "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n" + headers +
+                              "Connection: close\r\n\r\n");
+}
+
+// /readyz until it answers `status` (the upstream is met in the background after start).
+raw_response readyz_until(std::uint16_t port, int status) {
+    raw_response r;
+    for (int i = 0; i < 300; ++i) {
+        r = http_get(port, "/readyz");
+        if (r.status == status) break;
+        std::this_thread::sleep_for(100ms);
+    }
+    return r;
+}
+
+std::string client_script() { return std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/gateway/sdk_client.mjs"; }
+
+// Lists, calls everything__get-sum, and is refused everything__get-env (not granted).
+void run_sdk_session(std::uint16_t port, std::string const& token) {
+    auto r = run_command({peers::node(), client_script(), "http", "http://127.0.0.1:" + std::to_string(port) + "/mcp", token});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto out = json::parse(r.out).as_object();
+    REQUIRE(out.at("sum") == "The sum of 2 and 3 is 5.");
+    REQUIRE(out.at("denied").at("text") == "not permitted");
+}
+
+// The JSON log lines of the "http request" kind.
+std::vector<json::object> request_lines(std::string const& stderr_text) {
+    std::vector<json::object> out;
+    std::istringstream in(stderr_text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line.front() != '{') continue;
+        auto v = json::parse(line).as_object();
+        if (v.at("msg") == "http request") out.push_back(std::move(v));
+    }
+    return out;
+}
+
+// The value of the sample with exactly this name and label block, or -1.
+double sample(std::string const& exposition, std::string const& series) {
+    std::istringstream in(exposition);
+    std::string line;
+    while (std::getline(in, line))
+        if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
+    return -1;
+}
+
+}  // namespace
+
+TEST_CASE("readyz turns 200 once the upstream answers, naming each check; healthz answers from the start") {
+    deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    CHECK(http_get(port, "/healthz").status == 200);
+    auto ready = readyz_until(port, 200);
+    REQUIRE(ready.status == 200);
+    auto body = json::parse(ready.body).as_object();
+    CHECK(body.at("status") == "ready");
+    CHECK(body.at("checks").at("upstream:everything").at("state") == "up");
+    CHECK(body.at("checks").at("journal").at("state") == "open");
+    CHECK(body.at("checks").at("draining").at("state") == "serving");
+}
+
+TEST_CASE("a required upstream that cannot start keeps readyz at 503 naming it, without revealing its command") {
+    deployment d;
+    std::ofstream(d.config) << "journal: { dir: journal }\n"
+                            << "upstreams:\n  - name: everything\n    stdio: { argv: [\"" << peers::node() << "\", \""
+                            << peers::everything() << "\", stdio] }\n"
+                            << "  - name: broken\n    stdio: { argv: [/nonexistent/secret-path/server] }\n"
+                            << "egress:\n  - process: \"" << peers::node() << "\"\n"
+                            << "principals:\n  - name: alice\n    token_file: alice.token\n    manifest: alice.yaml\n";
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    raw_response r;
+    // Poll until the everything upstream is up: then the broken one alone holds readiness back.
+    for (int i = 0; i < 300; ++i) {
+        r = http_get(port, "/readyz");
+        if (r.status == 503 && r.body.find(R"("upstream:everything":{"ok":true)") != std::string::npos &&
+            r.body.find(R"("state":"down")") != std::string::npos)
+            break;
+        std::this_thread::sleep_for(100ms);
+    }
+    CHECK(r.status == 503);
+    auto body = json::parse(r.body).as_object();
+    CHECK(body.at("status") == "not_ready");
+    CHECK(body.at("failed") == json::array{"upstream:broken"});
+    CHECK(body.at("checks").at("upstream:broken").at("state") == "down");
+    CHECK(r.body.find("secret-path") == std::string::npos);
+    CHECK(r.body.find("nonexistent") == std::string::npos);
+}
+
+TEST_CASE("an upstream marked optional that cannot start leaves airlock ready") {
+    deployment d;
+    std::ofstream(d.config) << "journal: { dir: journal }\n"
+                            << "upstreams:\n  - name: broken\n    optional: true\n"
+                            << "    stdio: { argv: [/nonexistent/server] }\n";
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    auto r = readyz_until(port, 200);
+    REQUIRE(r.status == 200);
+    auto check = json::parse(r.body).at("checks").at("upstream:broken");
+    CHECK(check.at("optional") == true);
+    CHECK(check.at("ok") == true);
+}
+
+TEST_CASE("metrics after real gateway traffic pass promtool and show calls, denials, routes and the journal") {
+    deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    REQUIRE(readyz_until(port, 200).status == 200);
+    run_sdk_session(port, alice_token);
+    CHECK(http_get(port, "/no/such/route").status == 404);
+    std::string big(20 * 1024, 'x');
+    CHECK(raw_http(port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + big + "\r\n\r\n").status == 431);
+
+    auto scrape = http_get(port, "/metrics");
+    REQUIRE(scrape.status == 200);
+    CHECK_THAT(scrape.head, Catch::Contains("text/plain; version=0.0.4"));
+    auto file = d.dir.path() / "scrape.prom";
+    std::ofstream(file) << scrape.body;
+    auto lint = run_command({"sh", "-c", "promtool check metrics < '" + file.string() + "'"});
+    INFO(lint.out << lint.err);
+    CHECK(lint.exit_code == 0);
+
+    auto const& m = scrape.body;
+    INFO(m);
+    CHECK(sample(m, R"(airlock_tool_calls_total{server="everything",tool="get.sum",outcome="ok"})") == 1);
+    CHECK(sample(m, R"(airlock_tool_call_duration_seconds_count{server="everything",tool="get.sum"})") == 1);
+    CHECK(sample(m, R"(airlock_policy_denials_total{reason="not_granted"})") == 1);
+    CHECK(sample(m, R"(airlock_policy_denials_total{reason="egress_ceiling"})") == 0);
+    CHECK(sample(m, R"(airlock_http_requests_total{route="other",method="GET",status="404"})") == 1);
+    CHECK(sample(m, R"(airlock_http_requests_total{route="/mcp",method="POST",status="200"})") >= 3);
+    CHECK(sample(m, R"(airlock_http_requests_total{route="none",method="other",status="431"})") == 1);
+    CHECK(sample(m, R"(airlock_http_request_duration_seconds_count{route="/mcp"})") >= 3);
+    CHECK(sample(m, R"(airlock_journal_batch_size_count)") >= 1);
+    CHECK(sample(m, R"(airlock_journal_commit_duration_seconds_count)") >= 1);
+    CHECK(sample(m, R"(airlock_upstream_up{upstream="everything"})") == 1);
+    CHECK(sample(m, R"(airlock_build_info{version=")" + std::string(AIRLOCK_VERSION) + R"("})") == 1);
+    CHECK(sample(m, "airlock_active_connections") >= 1);  // the scrape's own
+    CHECK(sample(m, "airlock_active_sessions") >= 0);
+    // Nothing that names a secret or a principal is a label.
+    CHECK(m.find(alice_token) == std::string::npos);
+    CHECK(m.find("alice") == std::string::npos);
+}
+
+TEST_CASE("with a metrics token, /metrics answers only a scraper that presents it") {
+    deployment d("metrics:\n  token_env: AIRLOCK_TEST_METRICS_TOKEN\n");
+    std::string token = "scrape-0123456789abcdef";
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"},
+                          {"AIRLOCK_TEST_METRICS_TOKEN=" + token});
+    auto port = wait_listening(airlock);
+    auto bare = http_get(port, "/metrics");
+    CHECK(bare.status == 401);
+    CHECK(bare.body.find("airlock_") == std::string::npos);
+    CHECK(get_with(port, "/metrics", "Authorization: Bearer wrong-0123456789abcdef\r\n").status == 401);
+    auto ok = get_with(port, "/metrics", "Authorization: Bearer " + token + "\r\n");
+    CHECK(ok.status == 200);
+    CHECK_THAT(ok.body, Catch::Contains("airlock_build_info"));
+    // Health stays open for probes.
+    CHECK(http_get(port, "/healthz").status == 200);
+}
+
+TEST_CASE("every request gets one JSON log line with its request id, which the response echoes") {
+    deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    auto mine = get_with(port, "/healthz", "X-Request-Id: trace-42.abc\r\n");
+    CHECK_THAT(mine.head, Catch::Contains("X-Request-Id: trace-42.abc"));
+    // An id that could corrupt a log is replaced by a fresh one.
+    auto bad = get_with(port, "/healthz", "X-Request-Id: evil\" id with spaces\r\n");
+    std::smatch fresh;
+    REQUIRE(std::regex_search(bad.head, fresh, std::regex("X-Request-Id: ([0-9a-f]{32})")));
+    run_sdk_session(port, alice_token);
+
+    // The lines come out as the requests end; give the last one a moment to be written.
+    std::vector<json::object> lines;
+    for (int i = 0; i < 50; ++i) {
+        lines = request_lines(airlock.stderr_text());
+        if (lines.size() >= 5) break;
+        std::this_thread::sleep_for(100ms);
+    }
+    auto find = [&](std::string const& id) -> json::object const* {
+        for (auto const& l : lines)
+            if (l.at("request_id") == id.c_str()) return &l;
+        return nullptr;
+    };
+    auto const* l = find("trace-42.abc");
+    REQUIRE(l);
+    CHECK(l->at("method") == "GET");
+    CHECK(l->at("route") == "/healthz");
+    CHECK(l->at("status") == 200);
+    CHECK(l->at("duration_ms").is_number());
+    CHECK(l->at("principal") == "-");
+    CHECK(l->at("level") == "info");
+    CHECK(find(fresh[1].str()));
+    bool alice_called = false;
+    for (auto const& line : lines)
+        alice_called = alice_called || (line.at("route") == "/mcp" && line.at("principal") == "alice" &&
+                                        line.at("method") == "POST" && line.at("status") == 200);
+    CHECK(alice_called);
+}
+
+TEST_CASE("--log-format text writes human lines, request lines with key=value fields") {
+    deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0",
+                           "--log-format", "text", "--log-level", "debug"});
+    auto port = wait_listening(airlock);
+    CHECK(http_get(port, "/healthz").status == 200);
+    auto line = airlock.wait_for_stderr_line("route=/healthz", 10s);
+    REQUIRE(line.has_value());
+    CHECK(line->front() != '{');
+    CHECK_THAT(*line, Catch::Contains(" info "));
+    CHECK_THAT(*line, Catch::Contains("status=200"));
+    CHECK_THAT(*line, Catch::Contains("method=GET"));
+}
+
+TEST_CASE("a wrong --log-format or --log-level is refused naming the flag") {
+    auto r = run_command({AIRLOCK_BINARY, "serve", "--log-format", "xml"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--log-format"));
+    r = run_command({AIRLOCK_BINARY, "serve", "--log-level", "loud"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("--log-level"));
+}
+
+TEST_CASE("no token, API key or signing key byte appears in the logs of a full gateway session at debug level") {
+    std::string anthropic = "sk-ant-api03-ZZtestSecretValue0123456789";
+    std::string openai = "sk-proj-testSecretValue9876543210abcdef";
+    std::string bob_token = "bob-ops-fedcba9876543210";
+    std::string metrics_token = "metrics-ops-5555aaaa6666bbbb";
+    std::string upstream_bearer = "upstream-bearer-77778888cccc";
+    deployment d("  - name: bob\n    token_env: AIRLOCK_TEST_BOB_TOKEN\n    manifest: alice.yaml\n"
+                 "signing:\n  key_file: keys/provenance.key\n  create_if_missing: true\n"
+                 "metrics:\n  token_env: AIRLOCK_TEST_METRICS_TOKEN\n"
+                 "logging:\n  level: debug\n",
+                 ", env_from: { ANTHROPIC_API_KEY: ANTHROPIC_API_KEY, OPENAI_API_KEY: OPENAI_API_KEY }");
+    // A second upstream over HTTP whose credential comes from the environment; it is down, so its
+    // failures are logged, and they must not carry the credential.
+    {
+        std::ifstream in(d.config);
+        std::stringstream all;
+        all << in.rdbuf();
+        auto text = all.str();
+        auto at = text.find("egress:");
+        text.insert(at, "  - name: remote\n    url: http://127.0.0.1:9/mcp\n    optional: true\n"
+                        "    headers: { Authorization: { env: AIRLOCK_TEST_UPSTREAM_BEARER, prefix: \"Bearer \" } }\n");
+        text.insert(text.find("principals:"), "  - http://127.0.0.1:9\n");
+        std::ofstream(d.config) << text;
+    }
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"},
+                          {"ANTHROPIC_API_KEY=" + anthropic, "OPENAI_API_KEY=" + openai,
+                           "AIRLOCK_TEST_BOB_TOKEN=" + bob_token, "AIRLOCK_TEST_METRICS_TOKEN=" + metrics_token,
+                           "AIRLOCK_TEST_UPSTREAM_BEARER=" + upstream_bearer});
+    auto port = wait_listening(airlock);
+    REQUIRE(readyz_until(port, 200).status == 200);
+    run_sdk_session(port, alice_token);
+    run_sdk_session(port, bob_token);
+    // Wrong and right credentials on every door.
+    CHECK(get_with(port, "/metrics", "Authorization: Bearer " + metrics_token + "\r\n").status == 200);
+    CHECK(get_with(port, "/metrics", "Authorization: Bearer " + metrics_token + "x\r\n").status == 401);
+    auto wrong = raw_http(port, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                                    "\r\nAuthorization: Bearer " + alice_token + "-not\r\nContent-Type: application/json\r\n"
+                                    "Accept: application/json, text/event-stream\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+    CHECK(wrong.status == 401);
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(30s) == 0);
+
+    // The signing key airlock created on first start, as PEM lines and as raw bytes.
+    std::vector<std::string> secrets{alice_token, bob_token, anthropic, openai, metrics_token, upstream_bearer};
+    auto key_file = d.dir.path() / "keys" / "provenance.key";
+    {
+        std::ifstream in(key_file);
+        std::string line;
+        while (std::getline(in, line))
+            if (!line.empty() && !line.starts_with("-----")) secrets.push_back(line);
+    }
+    REQUIRE(secrets.size() > 6);
+    FILE* f = std::fopen(key_file.c_str(), "r");
+    REQUIRE(f);
+    EVP_PKEY* key = PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
+    std::fclose(f);
+    REQUIRE(key);
+    unsigned char raw[32];
+    std::size_t raw_len = sizeof raw;
+    REQUIRE(EVP_PKEY_get_raw_private_key(key, raw, &raw_len) == 1);
+    EVP_PKEY_free(key);
+    std::string hex;
+    std::string bytes(reinterpret_cast<char*>(raw), raw_len);
+    for (unsigned char c : bytes) {
+        char b[3];
+        std::snprintf(b, sizeof b, "%02x", c);
+        hex += b;
+    }
+    secrets.push_back(hex);
+
+    auto const& logs = airlock.stderr_text();
+    // The session really ran at debug level, with request lines for both principals.
+    CHECK_THAT(logs, Catch::Contains("\"level\":\"debug\""));
+    CHECK_THAT(logs, Catch::Contains("\"principal\":\"bob\""));
+    for (auto const& s : secrets) {
+        INFO("secret " << s.substr(0, 6) << "…");
+        CHECK(logs.find(s) == std::string::npos);
+    }
+    CHECK(logs.find(bytes) == std::string::npos);
+}
