@@ -698,6 +698,10 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
                                                                     : std::string_view("ok");
         options_.metrics->tool_call(entry->id.server(), entry->id.name(), kind, call_took);
     }
+    // Never the arguments or the result: they may carry what the caller considers secret.
+    spdlog::debug("call {} by {}: {} after {} ms", entry->id.uri(), p->name,
+                  outcome ? (outcome->is_error.value_or(false) ? "isError" : "ok") : core::to_string(outcome.error().kind),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(call_took).count());
     // The outcome record need not delay the reply: lost in a crash, the effect reads as in doubt,
     // which is the truth.
     auto exec = co_await asio::this_coro::executor;

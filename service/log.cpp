@@ -109,7 +109,7 @@ std::string rfc3339_millis(std::chrono::system_clock::time_point t) {
     std::time_t secs = static_cast<std::time_t>(ms / 1000);
     std::tm tm{};
     gmtime_r(&secs, &tm);
-    char buf[40];
+    char buf[64];
     std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                   tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
     return buf;
@@ -254,6 +254,8 @@ void clear_secrets() {
 void add_secrets_of(config const& c) {
     for (auto const& p : c.principals) add_secret(p.token);
     for (auto const& s : c.secrets) add_secret(s);
+    for (auto const& p : c.providers) add_secret(p.api_key);
+    add_secret(c.metrics.token);
     if (c.signing) {
         // The key's base64 lines: any of them in a log would be a piece of the private key.
         std::ifstream in(c.signing->key_file);

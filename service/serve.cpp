@@ -132,7 +132,6 @@ std::optional<bool> parse_log_flag(std::vector<std::string> const& args, std::si
 void apply_logging(config const& c, log_flags const& flags) {
     log::install(flags.format.value_or(c.logging.format), flags.level.value_or(c.logging.level));
     log::add_secrets_of(c);
-    log::add_secret(c.metrics.token);
     for (auto const& w : c.warnings) spdlog::warn("config: {}", w);
 }
 

@@ -238,7 +238,7 @@ TEST_CASE("every request gets one JSON log line with its request id, which the r
     CHECK(alice_called);
 }
 
-TEST_CASE("--log-format text writes human lines, request lines with key=value fields") {
+TEST_CASE("the text log format writes human lines, request lines with key=value fields") {
     deployment d;
     child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0",
                            "--log-format", "text", "--log-level", "debug"});
@@ -270,6 +270,8 @@ TEST_CASE("no token, API key or signing key byte appears in the logs of a full g
     deployment d("  - name: bob\n    token_env: AIRLOCK_TEST_BOB_TOKEN\n    manifest: alice.yaml\n"
                  "signing:\n  key_file: keys/provenance.key\n  create_if_missing: true\n"
                  "metrics:\n  token_env: AIRLOCK_TEST_METRICS_TOKEN\n"
+                 "providers:\n  gpt: { kind: openai, api_key: { env: OPENAI_API_KEY }, model: gpt-4o-mini }\n"
+                 "  claude: { kind: anthropic, api_key: { env: ANTHROPIC_API_KEY }, model: claude-sonnet-4-5 }\n"
                  "logging:\n  level: debug\n",
                  ", env_from: { ANTHROPIC_API_KEY: ANTHROPIC_API_KEY, OPENAI_API_KEY: OPENAI_API_KEY }");
     // A second upstream over HTTP whose credential comes from the environment; it is down, so its
