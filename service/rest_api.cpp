@@ -1,4 +1,5 @@
 #include "service/rest_api.hpp"
+#include "service/request_observer.hpp"
 
 #include "core/canonical_json.hpp"
 #include "core/journal_rules.hpp"
@@ -352,6 +353,7 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
             if (options_.authenticate) who = options_.authenticate(token);
             if (!who) co_return unauthorized("the bearer token is not valid");
             principal = *who;
+            note_principal(req, principal);
         }
     }
 
@@ -381,6 +383,7 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         co_return problem(http::status::not_found, "not_found", "no route for " + std::string(parsed->path()), {},
                           version);
     }
+    note_route(req, m.r->path);  // the template, so metrics and logs name the route, not the path
 
     auto const known_params = [&](std::initializer_list<std::string_view> allowed) -> std::optional<std::string> {
         for (auto const& [k, v] : q.params)
