@@ -2,7 +2,7 @@
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j2
-RUN_ARGS ?= serve
+RUN_ARGS ?= serve --config examples/airlock.yaml --hints
 
 .PHONY: run test bench build package deps configure clean
 

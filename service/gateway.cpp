@@ -285,7 +285,7 @@ void gateway::upstream_list_changed(std::string const& server) {
         std::lock_guard lock(mutex_);
         catalogues_[server].retry_after = {};  // re-read on next use
     }
-    spdlog::info("upstream {}: tool list changed", server);
+    spdlog::debug("upstream {}: tool list changed", server);
     mcp::notification n{"notifications/tools/list_changed", std::nullopt};
     broadcast(server, n);
 }
@@ -342,6 +342,7 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
         co_return c.entries;
     }
     std::vector<catalogue_entry> entries;
+    std::size_t first_pins = 0;
     for (auto& t : *listed) {
         catalogue_entry e{t.id, up.prefixed ? t.id.wire_name() : t.spec.name, t.spec, false, false};
         if (auto declared = mcp::param_headers_of(t.spec); declared && !declared->empty()) e.param_headers = true;
@@ -380,11 +381,16 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
                     }
                 }
             } else if (*verdict == core::pin_verdict::first_seen) {
-                spdlog::info("upstream {}: pinned {} ({})", up.name, t.upstream_name, digest.substr(0, 12));
+                spdlog::debug("upstream {}: pinned {} ({})", up.name, t.upstream_name, digest.substr(0, 12));
+                ++first_pins;
             }
         }
         entries.push_back(std::move(e));
     }
+    // One line, not one per tool: `airlock pins list` shows each pin.
+    if (first_pins)
+        spdlog::info("upstream {}: {} tools listed, {} pinned for the first time (airlock pins list)", up.name,
+                     entries.size(), first_pins);
     std::lock_guard lock(mutex_);
     auto& c = catalogues_[up.name];
     c.entries = std::make_shared<std::vector<catalogue_entry> const>(std::move(entries));

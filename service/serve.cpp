@@ -10,6 +10,7 @@
 #include "service/lifecycle.hpp"
 #include "service/log.hpp"
 #include "service/mcp_endpoint.hpp"
+#include "service/hints.hpp"
 #include "service/metrics.hpp"
 #include "service/reloadable_backend.hpp"
 #include "service/request_observer.hpp"
@@ -42,6 +43,8 @@
 #include <mutex>
 #include <thread>
 
+#include <unistd.h>
+
 namespace airlock::service {
 
 namespace asio = boost::asio;
@@ -50,13 +53,15 @@ namespace {
 
 constexpr char serve_usage[] =
     "usage: airlock serve [--config FILE] [--listen HOST:PORT] [--threads N] [--log-format json|text]\n"
-    "                     [--log-level trace|debug|info|warn|error]\n"
+    "                     [--log-level trace|debug|info|warn|error] [--hints | --no-hints]\n"
     "  --config FILE        configuration (docs/configuration.md); without it, the embedded defaults:\n"
     "                       127.0.0.1:8787, journal in var/journal, no upstreams, no principals\n"
     "  --listen HOST:PORT   overrides server.listen (port 0 picks a free one)\n"
     "  --threads N          overrides server.threads\n"
     "  --log-format F       overrides logging.format: json (one object per line) or text\n"
-    "  --log-level L        overrides logging.level\n";
+    "  --log-level L        overrides logging.level\n"
+    "  --hints, --no-hints  print (or not) on stdout, once listening, what is served where and three\n"
+    "                       commands to try; the default prints them when stdout is a terminal\n";
 
 constexpr char replay_usage[] =
     "usage: airlock replay --config FILE RUN\n"
@@ -537,6 +542,7 @@ void close_clients(asio::io_context& ioc, std::vector<std::shared_ptr<mcp::mcp_c
 int run_serve(std::vector<std::string> const& args) {
     std::optional<std::string> config_file, listen;
     std::optional<unsigned> threads_override;
+    std::optional<bool> hints;
     log_flags logging;
     for (std::size_t i = 0; i < args.size(); ++i) {
         if (auto ok = parse_log_flag(args, i, logging, "serve")) {
@@ -558,6 +564,8 @@ int run_serve(std::vector<std::string> const& args) {
             auto v = value("--config");
             if (!v) return 2;
             config_file = *v;
+        } else if (a == "--hints" || a == "--no-hints") {
+            hints = a == "--hints";
         } else if (a == "--listen") {
             auto v = value("--listen");
             if (!v) return 2;
@@ -670,7 +678,14 @@ int run_serve(std::vector<std::string> const& args) {
     try {
         server.listen();
     } catch (boost::system::system_error const& e) {
-        spdlog::error("cannot listen: {}", e.what());
+        auto at = http_options.unix_socket ? "unix:" + http_options.unix_socket->string()
+                                           : http_options.host + ":" + std::to_string(http_options.port);
+        if (e.code() == boost::system::errc::address_in_use)
+            spdlog::error("cannot listen on {}: the address is in use (another airlock?); stop that process, or pick "
+                          "another address with --listen HOST:PORT or server.listen",
+                          at);
+        else
+            spdlog::error("cannot listen on {}: {}", at, e.code().message());
         return 1;
     }
     std::string where;
@@ -694,6 +709,7 @@ int run_serve(std::vector<std::string> const& args) {
     // The line tests and scripts wait for; it names the address actually bound (port 0 → a free one).
     spdlog::info("airlock {} listening on {} ({} upstreams, {} principals, journal {})", AIRLOCK_VERSION, where,
                  c->upstreams.size(), c->principals.size(), c->journal.directory.string());
+    if (hints.value_or(::isatty(STDOUT_FILENO) == 1)) std::cout << start_hints(*c, where) << std::flush;
 
     // Stopping: upstream children get a moment to be stopped by their clients, then the loop ends.
     auto timer = std::make_shared<asio::steady_timer>(ioc);
