@@ -47,6 +47,7 @@ struct observed {
     std::string route;
     std::string principal;
     std::chrono::steady_clock::time_point started;
+    std::string client;  // the effective client address (forwarding believed only from trusted proxies)
 };
 
 struct observer_state {
@@ -67,6 +68,7 @@ struct observer_state {
                                        {"route", o.route},
                                        {"status", status_text, true},
                                        {"duration_ms", ms, true},
+                                       {"client", o.client.empty() ? "-" : o.client},
                                        {"principal", o.principal.empty() ? "-" : o.principal},
                                        {"request_id", o.id}};
         log::info("http request", fields);
@@ -90,6 +92,7 @@ asio::awaitable<http_reply> observe(std::shared_ptr<observer_state> s, http_requ
     else o.id = new_request_id();
     req.set(request_id_header, o.id);
     o.method = std::string(method_label(req.method()));
+    o.client = std::string(client_address(req));
     auto target = req.target();
     auto path = std::string(target.substr(0, target.find('?')));
 
@@ -139,7 +142,7 @@ http_handler observe_requests(http_handler inner, request_observer_options optio
 std::function<void(unsigned status)> observe_refusals(request_observer_options options) {
     auto s = std::make_shared<observer_state>(observer_state{nullptr, std::move(options)});
     return [s](unsigned status) {
-        observed o{new_request_id(), "other", "none", "", std::chrono::steady_clock::now()};
+        observed o{new_request_id(), "other", "none", "", std::chrono::steady_clock::now(), ""};
         s->record(o, status, false);
     };
 }

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <thread>
@@ -136,15 +137,48 @@ std::string refused_from(child_process& airlock, std::uint16_t port, std::string
     return *line;
 }
 
+// A REST run through nginx, waited for, then its journal, both through the proxy; airlock's request
+// log names the client the forwarding headers gave, as far as the trusted chain goes.
+void check_rest_run(nginx const& proxy, child_process& airlock, std::string const& expected_client) {
+    std::string body = R"({"agent":"courier","input":{"question":"deliver"}})";
+    // HTTP/1.0: nginx answers without chunked encoding, which this plain client does not decode.
+    auto r = raw_http(proxy.port,
+                      "POST /v1/runs?wait=60 HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                          std::string(sidecar_deployment::token) +
+                          "\r\nX-Forwarded-For: 198.51.100.4\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body,
+                      90s);
+    INFO(r.head << r.body);
+    REQUIRE(r.status == 200);
+    auto run = boost::json::parse(r.body).as_object();
+    CHECK(run.at("status") == "succeeded");
+    CHECK(run.at("output") == "delivered");
+    std::string id(run.at("run_id").as_string());
+    auto j = raw_http(proxy.port, "GET /v1/runs/" + id + "/journal HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
+                                      std::string(sidecar_deployment::token) + "\r\n\r\n");
+    INFO(j.head << j.body);
+    REQUIRE(j.status == 200);
+    CHECK(j.body.find("slow done after 2 steps") != std::string::npos);
+    CHECK(std::count(j.body.begin(), j.body.end(), '\n') == static_cast<long>(run.at("head_seq").as_int64()));
+    auto line = airlock.wait_for_stderr_line("route=/v1/runs status=200", 20s);
+    REQUIRE(line);
+    CHECK_THAT(*line, Catch::Contains("client=" + expected_client + " ") && Catch::Contains("principal=alice"));
+}
+
 }  // namespace
 
 TEST_CASE("through nginx over TCP, a tools/call answered as SSE streams unbuffered, and X-Forwarded-For from the trusted proxy is believed") {
-    sidecar_deployment d({"slow", "hold", "release"},
-                         "    trusted_proxies: [127.0.0.1]\n    allowed_hosts: [\"127.0.0.1\"]\n    sse_keep_alive: 500ms\n");
-    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    std::string server = "    trusted_proxies: [127.0.0.1]\n    allowed_hosts: [\"127.0.0.1\"]\n    sse_keep_alive: 500ms\n";
+    sidecar_deployment d({"slow", "hold", "release"}, server);
+    d.write_config(server, d.courier_agent());
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0",
+                           "--log-format", "text"});
     auto port = airlock_port(airlock);
     nginx proxy("127.0.0.1:" + std::to_string(port));
     check_unbuffered_sse(proxy);
+    // nginx (trusted) appends the client's address to the header the client sent; 127.0.0.1 being
+    // trusted too, the leftmost hop is the one believed.
+    check_rest_run(proxy, airlock, "198.51.100.4");
     // nginx appends the address it saw (127.0.0.1, trusted here too), so the forged hop is believed:
     // that is what trusting 127.0.0.1 means.
     CHECK_THAT(refused_from(airlock, proxy.port, "127.0.0.1"), Catch::Contains("from 203.0.113.7 "));
@@ -180,10 +214,11 @@ TEST_CASE("through nginx, the GET notification stream stays open past nginx's re
 TEST_CASE("through nginx over a unix socket, SSE streams unbuffered, and a forwarded address is believed only as far as the trusted chain goes") {
     temp_dir sockets{"airlock-sock"};
     auto socket = (sockets.path() / "airlock.sock").string();
-    sidecar_deployment d({"slow", "hold", "release"}, "    unix_socket: " + socket +
-                                                          "\n    unix_socket_mode: \"0660\"\n    trusted_proxies: [unix]\n"
-                                                          "    sse_keep_alive: 500ms\n");
-    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string()});
+    std::string server = "    unix_socket: " + socket +
+                         "\n    unix_socket_mode: \"0660\"\n    trusted_proxies: [unix]\n    sse_keep_alive: 500ms\n";
+    sidecar_deployment d({"slow", "hold", "release"}, server);
+    d.write_config(server, d.courier_agent());
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--log-format", "text"});
     REQUIRE(airlock.wait_for_stderr_line("listening on unix:", 30s));
     CHECK((std::filesystem::status(socket).permissions() & std::filesystem::perms::all) ==
           (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
@@ -193,7 +228,9 @@ TEST_CASE("through nginx over a unix socket, SSE streams unbuffered, and a forwa
     // nginx (trusted: the socket's peer) says the client is 127.0.0.1, which is no trusted proxy,
     // so the hop that client forged is not believed.
     CHECK_THAT(refused_from(airlock, proxy.port, "127.0.0.1"), Catch::Contains("from 127.0.0.1 "));
-    // A REST run through nginx goes here when the REST API lands (issue 8, item 5).
+    // The socket's peer (nginx) is trusted and says the client is 127.0.0.1, which is no trusted
+    // proxy: the hop 198.51.100.4 that client claims is not believed.
+    check_rest_run(proxy, airlock, "127.0.0.1");
     airlock.signal(SIGTERM);
     CHECK(airlock.wait(30s) == 0);
     CHECK_FALSE(std::filesystem::exists(socket));

@@ -53,9 +53,24 @@ struct sidecar_deployment {
                               << server << "journal: { dir: journal }\n"
                               << "upstreams:\n  - name: hold\n    stdio: { argv: [\"" << peers::node() << "\", \""
                               << hold_server() << "\"] }\n"
-                              << "egress:\n  - process: \"" << peers::node() << "\"\n"
+                              << "egress:\n  - process: \"" << peers::node() << "\"\n  - local\n"
                               << "principals:\n  - name: alice\n    token_file: alice.token\n    manifest: alice.yaml\n"
                               << extra;
+    }
+
+    // The agent "courier" (a scripted model: it calls hold__slow with 2 steps, then answers), for
+    // REST runs; pass the returned YAML as write_config's `extra`.
+    std::string courier_agent() const {
+        std::ofstream(dir.path() / "courier.yaml")
+            << "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: courier, version: \"1\" }\nspec:\n"
+            << "  models: { privileged: { provider: scripted, model: courier-1 } }\n"
+            << "  capabilities: { provides: [parcel.deliver] }\n"
+            << "  tools:\n    - { ref: tool://hold/slow, mutates: false, description: \"Progress, then done.\" }\n"
+            << "  execution: { kind: tool-calling, max_turns: 3 }\n  budgets: {}\n";
+        std::ofstream(dir.path() / "courier.script.yaml")
+            << "model: courier-1\nturns:\n  - call: { tool: hold__slow, arguments: { steps: 2 }, id: c1 }\n"
+            << "  - say: \"delivered\"\n";
+        return "agents:\n  - { manifest: courier.yaml, script: courier.script.yaml }\n";
     }
 
     static std::string hold_server() { return std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/sidecar/hold_server.mjs"; }
