@@ -5,21 +5,62 @@
 
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 namespace airlock::service {
 
 namespace asio = boost::asio;
 
-namespace {
+struct runner_tools::routes {
+    std::shared_ptr<mcp::tool_router> router;
+    std::map<std::string, std::shared_ptr<mcp::mcp_client>> clients;  // by server name
+};
 
-// The schema of every granted tool its upstream lists; a tool it does not list is offered bare.
-asio::awaitable<std::vector<core::model_tool>> async_upstream_catalogue(
-    std::map<std::string, std::shared_ptr<mcp::mcp_client>> clients, core::manifest m) {
+core::result<std::shared_ptr<runner_tools>> runner_tools::make(core::egress_allowlist egress,
+                                                               std::vector<std::shared_ptr<mcp::mcp_client>> const& upstreams) {
+    std::shared_ptr<runner_tools> t(new runner_tools());
+    if (auto r = t->replace(std::move(egress), upstreams); !r) return r.error();
+    return t;
+}
+
+core::result<void> runner_tools::replace(core::egress_allowlist egress,
+                                         std::vector<std::shared_ptr<mcp::mcp_client>> const& upstreams) {
+    auto next = std::make_shared<routes>();
+    next->router = std::make_shared<mcp::tool_router>(std::move(egress));
+    for (auto const& u : upstreams) {
+        if (auto added = next->router->add_route(u->server_name(), u); !added) return added.error();
+        next->clients[u->server_name()] = u;
+    }
+    std::lock_guard lock(mutex_);
+    routes_ = std::move(next);
+    return {};
+}
+
+std::shared_ptr<runner_tools::routes const> runner_tools::current() const {
+    std::lock_guard lock(mutex_);
+    return routes_;
+}
+
+asio::awaitable<core::tool_result<boost::json::value>> runner_tools::async_call(core::tool_id tool,
+                                                                                boost::json::value arguments,
+                                                                                std::optional<core::provenance> prov) {
+    auto now = current();  // held for the call: a reload does not pull the client from under it
+    co_return co_await now->router->async_call(std::move(tool), std::move(arguments), std::move(prov));
+}
+
+core::destination runner_tools::destination_of(core::tool_id const& tool) const {
+    return current()->router->destination_of(tool);
+}
+
+// A tool the upstream does not list is offered bare (the loop still refuses what is not granted).
+asio::awaitable<std::vector<core::model_tool>> runner_tools::async_catalogue(core::manifest m) const {
+    auto now = current();
     std::vector<core::model_tool> out;
     std::set<std::string> servers;
     for (auto const& g : m.tools) servers.insert(g.ref.server());
     for (auto const& server : servers) {
-        auto it = clients.find(server);
-        if (it == clients.end()) continue;
+        auto it = now->clients.find(server);
+        if (it == now->clients.end()) continue;
         auto listed = co_await it->second->async_list_tools();
         if (!listed) {
             spdlog::warn("upstream {}: cannot list tools for the model ({})", server, listed.error().detail);
@@ -34,18 +75,16 @@ asio::awaitable<std::vector<core::model_tool>> async_upstream_catalogue(
     co_return out;
 }
 
-}  // namespace
-
 core::result<std::shared_ptr<runner>> make_runner(config const& c, runner_parts parts) {
-    auto router = std::make_shared<mcp::tool_router>(c.egress);
-    std::map<std::string, std::shared_ptr<mcp::mcp_client>> clients;
-    for (auto const& u : parts.upstreams) {
-        if (auto added = router->add_route(u->server_name(), u); !added) return added.error();
-        clients[u->server_name()] = u;
+    auto tools = parts.tools;
+    if (!tools) {
+        auto made = runner_tools::make(c.egress, parts.upstreams);
+        if (!made) return made.error();
+        tools = *made;
     }
     runner_options o;
     o.executor = parts.executor;
-    o.tools = router;
+    o.tools = tools;
     o.egress = c.egress;
     o.journal = parts.journal;
     o.max_concurrent_runs = c.runs.max_concurrent_runs;
@@ -69,7 +108,7 @@ core::result<std::shared_ptr<runner>> make_runner(config const& c, runner_parts 
         }
         o.agents.push_back(std::move(e));
     }
-    o.catalogue = [clients](core::manifest const& m) { return async_upstream_catalogue(clients, m); };
+    o.catalogue = [tools](core::manifest const& m) { return tools->async_catalogue(m); };
     return runner::make(std::move(o));
 }
 

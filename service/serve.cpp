@@ -42,6 +42,7 @@
 #include <iostream>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -146,6 +147,7 @@ struct service_core {
     std::vector<std::shared_ptr<mcp::mcp_client>> clients;  // clients[i] serves config.upstreams[i]
     std::shared_ptr<gateway> gw;
     std::shared_ptr<runner> runs;  // the configured agents (REST /v1/runs, airlock replay)
+    std::shared_ptr<runner_tools> run_tools;  // what the runner's tool calls go through; a reload replaces it
 };
 
 std::shared_ptr<mcp::mcp_client> make_upstream_client(upstream_config const& u, core::egress_allowlist const& egress,
@@ -230,7 +232,10 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
     auto g = make_gateway(c, exec, sc.journal, sc.clients, metrics);
     if (!g) return g.error();
     sc.gw = *g;
-    runner_parts parts{exec, sc.journal, sc.clients, {}};
+    auto tools = runner_tools::make(c.egress, sc.clients);
+    if (!tools) return tools.error();
+    sc.run_tools = *tools;
+    runner_parts parts{exec, sc.journal, sc.clients, {}, sc.run_tools};
     for (auto const& pc : c.providers) {
         auto p = providers::make_provider(exec, pc, c.egress);
         if (!p) return p.error();
@@ -292,6 +297,25 @@ std::vector<std::string> restart_only_changes(config const& before, config const
     if (before.journal.directory != after.journal.directory || before.journal.map_size != after.journal.map_size)
         out.push_back("journal");
     if (before.logging.format != after.logging.format) out.push_back("logging.format");
+    // Agent runs under way hold their manifest and provider: both change at the next start, so a
+    // run never continues under a manifest it was not admitted with.
+    auto agents_of = [](config const& c) {
+        std::vector<std::string> v;
+        for (auto const& a : c.agents)
+            v.push_back(a.name + " " + a.manifest.digest + " " + a.script_file.value_or("").string() + " " +
+                        a.provider.value_or(""));
+        return v;
+    };
+    if (agents_of(before) != agents_of(after)) out.push_back("agents");
+    auto providers_of = [](config const& c) {
+        std::vector<std::tuple<std::string, int, std::string, std::string, std::string, std::string>> v;
+        for (auto const& p : c.providers)
+            v.emplace_back(p.name, static_cast<int>(p.kind), p.base_url, p.model, p.api_key,
+                           p.script.value_or("").string());
+        return v;
+    };
+    if (providers_of(before) != providers_of(after)) out.push_back("providers");
+    if (before.runs.max_concurrent_runs != after.runs.max_concurrent_runs) out.push_back("runs.max_concurrent_runs");
     return out;
 }
 
@@ -316,6 +340,7 @@ struct serving {
     std::shared_ptr<reloadable_backend> backend;
     std::shared_ptr<token_table> tokens;
     std::shared_ptr<airlock_metrics> metrics;
+    std::shared_ptr<runner_tools> run_tools;
     std::chrono::milliseconds drain_grace{};
 
     std::mutex mutex;
@@ -403,6 +428,9 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
 
     for (auto const& what : restart_only_changes(before, *next))
         spdlog::warn("reload: {} changed; that takes effect at the next restart", what);
+    // Agent runs call tools through the new upstreams from their next call on.
+    if (auto replaced = sv->run_tools->replace(next->egress, clients); !replaced)
+        spdlog::error("reload: agent runs keep the previous upstreams: {}", replaced.error().message);
     sv->tokens->replace(*next);
     auto previous = sv->backend->replace(*gw);
     // The format stays as it started (a collector parses it); level and secrets follow the file.
@@ -621,6 +649,7 @@ int run_serve(std::vector<std::string> const& args) {
         return 1;
     }
     sv->journal = sc->journal;
+    sv->run_tools = sc->run_tools;
     sv->backend = std::make_shared<reloadable_backend>(sc->gw);
     sv->tokens = std::make_shared<token_table>();
     sv->tokens->replace(*c);

@@ -7,7 +7,11 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <sys/stat.h>
+
 #include <csignal>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 using namespace airlock::testing;
@@ -142,6 +146,65 @@ TEST_CASE("SIGHUP replaces bearer tokens: the old one is refused, the new one ad
     // airlock's tools as `airlock tools` reports them (names, out or err, whichever it uses).
     CHECK_THAT(new_one.out + new_one.err, Catch::Contains("slow"));
     CHECK(airlock.stderr_text().find(fresh) == std::string::npos);
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(30s) == 0);
+}
+
+namespace {
+
+// The TELLER example with its ledger opening at `balance`, journal and token in `dir`.
+void write_teller_config(std::filesystem::path const& dir, int balance) {
+    auto src = std::string(AIRLOCK_SOURCE_DIR);
+    std::ofstream(dir / "airlock.yaml")
+        << "server:\n    drain_grace: 60s\njournal: { dir: journal }\n"
+        << "upstreams:\n  - name: ledger\n    stdio:\n      argv: [\"" << peers::node() << "\", \"" << src
+        << "/examples/ledger/server.mjs\"]\n      env: { LEDGER_OPENING: '{\"AC-1\": " << balance << "}' }\n"
+        << "egress:\n  - process: \"" << peers::node() << "\"\n  - local\n"
+        << "principals:\n  - { name: alice, token_file: alice.token, manifest: \"" << src << "/examples/teller.yaml\" }\n"
+        << "agents:\n  - { manifest: \"" << src << "/examples/teller.yaml\", script: \"" << src
+        << "/examples/teller.script.yaml\" }\n";
+}
+
+// What the run's ledger__read returned, from its journal over REST.
+std::string balance_read_by_a_run(std::uint16_t port) {
+    std::string body = R"({"agent":"teller","input":{"question":"AC-1?"}})";
+    std::string auth = "Authorization: Bearer " + std::string(sidecar_deployment::token) + "\r\n";
+    auto r = raw_http(port, "POST /v1/runs?wait=60 HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n" + auth +
+                                "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                                "\r\n\r\n" + body, 90s);
+    INFO(r.head << r.body);
+    REQUIRE(r.status == 200);
+    auto id = std::string(boost::json::parse(r.body).at("run_id").as_string());
+    auto j = raw_http(port, "GET /v1/runs/" + id + "/journal HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                                "\r\n" + auth + "\r\n");
+    REQUIRE(j.status == 200);
+    std::istringstream lines(j.body);
+    for (std::string line; std::getline(lines, line);) {
+        auto rec = boost::json::parse(line).as_object();
+        if (rec.at("kind") != "effect_done") continue;
+        auto const& out = rec.at("body").at("output");
+        if (out.is_object() && out.as_object().contains("balance")) return boost::json::serialize(out.at("balance"));
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("SIGHUP changing an upstream reaches agent runs: the next run calls the new upstream, not the retired one") {
+    temp_dir dir{"airlock-reload-runs"};
+    std::ofstream(dir.path() / "alice.token") << sidecar_deployment::token << "\n";
+    ::chmod((dir.path() / "alice.token").c_str(), 0600);
+    write_teller_config(dir.path(), 42);
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", (dir.path() / "airlock.yaml").string(), "--listen",
+                           "127.0.0.1:0"});
+    auto port = airlock_port(airlock);
+    CHECK(balance_read_by_a_run(port) == "42");
+    // The ledger's environment changes, so the reload starts a new child; the old one is retired
+    // only after the 60 s grace, so a run still routed to it would read 42.
+    write_teller_config(dir.path(), 7);
+    airlock.signal(SIGHUP);
+    REQUIRE(airlock.wait_for_stderr_line("reload: done", 30s));
+    CHECK(balance_read_by_a_run(port) == "7");
     airlock.signal(SIGTERM);
     CHECK(airlock.wait(30s) == 0);
 }
