@@ -12,6 +12,7 @@
 #include "service/mcp_endpoint.hpp"
 #include "service/hints.hpp"
 #include "service/metrics.hpp"
+#include "service/run_metrics.hpp"
 #include "service/reloadable_backend.hpp"
 #include "service/request_observer.hpp"
 #include "service/rest_api.hpp"
@@ -41,6 +42,7 @@
 #include <functional>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -235,7 +237,16 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
     auto tools = runner_tools::make(c.egress, sc.clients);
     if (!tools) return tools.error();
     sc.run_tools = *tools;
-    runner_parts parts{exec, sc.journal, sc.clients, {}, sc.run_tools};
+    std::shared_ptr<core::journal_store> run_journal = sc.journal;
+    if (metrics) {
+        // airlock_runs{status}: counted once from the journal, then moved by each status record.
+        std::set<std::string> agents;
+        for (auto const& a : c.agents) agents.insert(a.name);
+        if (auto counted = count_runs(*sc.journal, agents, *metrics); !counted)
+            spdlog::warn("cannot count the journal's runs for airlock_runs: {}", counted.error().message);
+        run_journal = std::make_shared<status_counting_journal>(sc.journal, metrics);
+    }
+    runner_parts parts{exec, run_journal, sc.clients, {}, sc.run_tools};
     for (auto const& pc : c.providers) {
         auto p = providers::make_provider(exec, pc, c.egress);
         if (!p) return p.error();

@@ -165,6 +165,21 @@ void write_teller_config(std::filesystem::path const& dir, int balance) {
         << "/examples/teller.script.yaml\" }\n";
 }
 
+// A directory holding the TELLER configuration (ledger opening 42) and alice's token, and
+// `airlock serve` on it.
+struct teller_deployment {
+    temp_dir dir{"airlock-teller"};
+    teller_deployment() {
+        std::ofstream(dir.path() / "alice.token") << sidecar_deployment::token << "\n";
+        ::chmod((dir.path() / "alice.token").c_str(), 0600);
+        write_teller_config(dir.path(), 42);
+    }
+    std::unique_ptr<child_process> serve() const {
+        return std::make_unique<child_process>(std::vector<std::string>{
+            AIRLOCK_BINARY, "serve", "--config", (dir.path() / "airlock.yaml").string(), "--listen", "127.0.0.1:0"});
+    }
+};
+
 // What the run's ledger__read returned, from its journal over REST.
 std::string balance_read_by_a_run(std::uint16_t port) {
     std::string body = R"({"agent":"teller","input":{"question":"AC-1?"}})";
@@ -191,20 +206,48 @@ std::string balance_read_by_a_run(std::uint16_t port) {
 }  // namespace
 
 TEST_CASE("SIGHUP changing an upstream reaches agent runs: the next run calls the new upstream, not the retired one") {
-    temp_dir dir{"airlock-reload-runs"};
-    std::ofstream(dir.path() / "alice.token") << sidecar_deployment::token << "\n";
-    ::chmod((dir.path() / "alice.token").c_str(), 0600);
-    write_teller_config(dir.path(), 42);
-    child_process airlock({AIRLOCK_BINARY, "serve", "--config", (dir.path() / "airlock.yaml").string(), "--listen",
-                           "127.0.0.1:0"});
-    auto port = airlock_port(airlock);
+    teller_deployment d;
+    auto airlock = d.serve();
+    auto port = airlock_port(*airlock);
     CHECK(balance_read_by_a_run(port) == "42");
     // The ledger's environment changes, so the reload starts a new child; the old one is retired
     // only after the 60 s grace, so a run still routed to it would read 42.
-    write_teller_config(dir.path(), 7);
-    airlock.signal(SIGHUP);
-    REQUIRE(airlock.wait_for_stderr_line("reload: done", 30s));
+    write_teller_config(d.dir.path(), 7);
+    airlock->signal(SIGHUP);
+    REQUIRE(airlock->wait_for_stderr_line("reload: done", 30s));
     CHECK(balance_read_by_a_run(port) == "7");
-    airlock.signal(SIGTERM);
-    CHECK(airlock.wait(30s) == 0);
+    airlock->signal(SIGTERM);
+    CHECK(airlock->wait(30s) == 0);
+}
+
+namespace {
+
+// The value of airlock_runs{status="…"} in a scrape; -1 when the series is absent.
+long runs_gauge(std::uint16_t port, std::string const& status) {
+    auto text = http_get(port, "/metrics").body;
+    auto needle = "airlock_runs{status=\"" + status + "\"} ";
+    auto at = text.find(needle);
+    return at == std::string::npos ? -1 : std::stol(text.substr(at + needle.size()));
+}
+
+}  // namespace
+
+TEST_CASE("airlock_runs counts agent runs by status, and a restart counts them again from the journal") {
+    teller_deployment d;
+    auto airlock = d.serve();
+    auto port = airlock_port(*airlock);
+    CHECK(runs_gauge(port, "succeeded") == -1);
+    REQUIRE(balance_read_by_a_run(port) == "42");
+    CHECK(runs_gauge(port, "succeeded") == 1);
+    CHECK(runs_gauge(port, "running") == 0);
+    airlock->signal(SIGTERM);
+    REQUIRE(airlock->wait(30s) == 0);
+
+    airlock = d.serve();
+    port = airlock_port(*airlock);
+    CHECK(runs_gauge(port, "succeeded") == 1);
+    REQUIRE(balance_read_by_a_run(port) == "42");
+    CHECK(runs_gauge(port, "succeeded") == 2);
+    airlock->signal(SIGTERM);
+    CHECK(airlock->wait(30s) == 0);
 }
