@@ -20,6 +20,7 @@ asio::awaitable<core::result<std::vector<core::record>>> status_counting_journal
     std::string run_id, std::vector<core::new_record> records) {
     // The status the batch leaves the run in, and whether the one it starts from must be read.
     std::optional<std::string> after;
+    std::vector<std::string> denials;
     bool admits = false;
     for (auto const& r : records) {
         switch (r.kind) {
@@ -32,6 +33,12 @@ asio::awaitable<core::result<std::vector<core::record>>> status_counting_journal
             case core::record_kind::run_sealed:
                 if (auto s = r.body.if_contains("status"); s && s->is_string()) after = std::string(s->as_string());
                 break;
+            case core::record_kind::policy_denied: {
+                // Refusals of agent runs' calls, by reason, beside the gateway's.
+                auto reason = r.body.if_contains("reason");
+                denials.push_back(reason && reason->is_string() ? std::string(reason->as_string()) : std::string("other"));
+                break;
+            }
             default: break;
         }
     }
@@ -43,6 +50,8 @@ asio::awaitable<core::result<std::vector<core::record>>> status_counting_journal
     }
     auto appended = co_await inner_->async_append(std::move(run_id), std::move(records));
     if (appended && after) moved(before, *after);
+    if (appended)
+        for (auto const& reason : denials) metrics_->policy_denials.with({reason}).inc();
     co_return appended;
 }
 

@@ -45,7 +45,14 @@ asio::awaitable<core::tool_result<boost::json::value>> runner_tools::async_call(
                                                                                 boost::json::value arguments,
                                                                                 std::optional<core::provenance> prov) {
     auto now = current();  // held for the call: a reload does not pull the client from under it
-    co_return co_await now->router->async_call(std::move(tool), std::move(arguments), std::move(prov));
+    if (!metrics_) co_return co_await now->router->async_call(std::move(tool), std::move(arguments), std::move(prov));
+    auto server = tool.server();
+    auto name = tool.name();
+    auto started = std::chrono::steady_clock::now();
+    auto r = co_await now->router->async_call(std::move(tool), std::move(arguments), std::move(prov));
+    auto outcome = r ? std::string("ok") : std::string(core::to_string(r.error().kind));
+    metrics_->tool_call(server, name, outcome, std::chrono::steady_clock::now() - started);
+    co_return r;
 }
 
 core::destination runner_tools::destination_of(core::tool_id const& tool) const {

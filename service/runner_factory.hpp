@@ -8,6 +8,7 @@
 #include "core/model.hpp"
 #include "mcp/client.hpp"
 #include "service/config.hpp"
+#include "service/metrics.hpp"
 #include "service/runner.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
@@ -33,6 +34,8 @@ public:
     boost::asio::awaitable<core::tool_result<boost::json::value>> async_call(
         core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov) override;
     core::destination destination_of(core::tool_id const& tool) const override;
+    // Every call is counted in airlock_tool_calls_total and its latency histogram, like the gateway's.
+    void count_calls_in(std::shared_ptr<airlock_metrics> metrics) { metrics_ = std::move(metrics); }
     // The schema of every tool the manifest grants that its upstream lists.
     boost::asio::awaitable<std::vector<core::model_tool>> async_catalogue(core::manifest m) const;
 
@@ -43,6 +46,7 @@ private:
     std::shared_ptr<routes const> current() const;
     mutable std::mutex mutex_;
     std::shared_ptr<routes const> routes_;
+    std::shared_ptr<airlock_metrics> metrics_;
 };
 
 struct runner_parts {

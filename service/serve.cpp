@@ -245,6 +245,7 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
         if (auto counted = count_runs(*sc.journal, agents, *metrics); !counted)
             spdlog::warn("cannot count the journal's runs for airlock_runs: {}", counted.error().message);
         run_journal = std::make_shared<status_counting_journal>(sc.journal, metrics);
+        sc.run_tools->count_calls_in(metrics);
     }
     runner_parts parts{exec, run_journal, sc.clients, {}, sc.run_tools};
     for (auto const& pc : c.providers) {

@@ -222,17 +222,20 @@ TEST_CASE("SIGHUP changing an upstream reaches agent runs: the next run calls th
 
 namespace {
 
-// The value of airlock_runs{status="…"} in a scrape; -1 when the series is absent.
-long runs_gauge(std::uint16_t port, std::string const& status) {
+// The value of one series in a scrape, e.g. `airlock_runs{status="running"}`; -1 when absent.
+long series(std::uint16_t port, std::string const& name) {
     auto text = http_get(port, "/metrics").body;
-    auto needle = "airlock_runs{status=\"" + status + "\"} ";
-    auto at = text.find(needle);
-    return at == std::string::npos ? -1 : std::stol(text.substr(at + needle.size()));
+    auto at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1 : std::stol(text.substr(at + name.size() + 2));
+}
+
+long runs_gauge(std::uint16_t port, std::string const& status) {
+    return series(port, "airlock_runs{status=\"" + status + "\"}");
 }
 
 }  // namespace
 
-TEST_CASE("airlock_runs counts agent runs by status, and a restart counts them again from the journal") {
+TEST_CASE("airlock_runs counts agent runs by status, a restart counts them again from the journal, and their calls and refusals are counted") {
     teller_deployment d;
     auto airlock = d.serve();
     auto port = airlock_port(*airlock);
@@ -240,6 +243,9 @@ TEST_CASE("airlock_runs counts agent runs by status, and a restart counts them a
     REQUIRE(balance_read_by_a_run(port) == "42");
     CHECK(runs_gauge(port, "succeeded") == 1);
     CHECK(runs_gauge(port, "running") == 0);
+    // The run's read and its refused post count beside the gateway's calls and refusals.
+    CHECK(series(port, R"(airlock_tool_calls_total{server="ledger",tool="read",outcome="ok"})") == 1);
+    CHECK(series(port, R"(airlock_policy_denials_total{reason="protected_field_untrusted"})") == 1);
     airlock->signal(SIGTERM);
     REQUIRE(airlock->wait(30s) == 0);
 
