@@ -344,8 +344,22 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
     std::vector<catalogue_entry> entries;
     std::size_t first_pins = 0;
     for (auto& t : *listed) {
-        catalogue_entry e{t.id, up.prefixed ? t.id.wire_name() : t.spec.name, t.spec, false, false};
-        if (auto declared = mcp::param_headers_of(t.spec); declared && !declared->empty()) e.param_headers = true;
+        catalogue_entry e{t.id, up.prefixed ? t.id.wire_name() : t.spec.name, t.spec, {}, false};
+        if (auto declared = mcp::param_headers_of(t.spec); !declared) {
+            // A definition whose x-mcp-header annotations break the spec's rules is left out, as
+            // the 2026-07-28 transport asks of clients; the other tools stay. Logged once per definition.
+            e.withheld = "its x-mcp-header annotations break the 2026-07-28 rules";
+            bool first_report = false;
+            {
+                std::lock_guard lock(mutex_);
+                first_report = reported_pin_changes_.insert("x-mcp-header " + up.name + "/" + t.upstream_name + " " +
+                                                            declared.error().message).second;
+            }
+            if (first_report)
+                spdlog::warn("upstream {}: {}; the tool is withheld", up.name, declared.error().message);
+        } else if (!declared->empty()) {
+            e.param_headers = true;
+        }
         if (options_.pins) {
             auto digest = tool_definition_digest(t.spec);
             // Arguments are named before co_await throughout: GCC 12 mishandles temporaries there.
@@ -354,13 +368,13 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
             if (!verdict) {
                 spdlog::error("upstream {}: cannot check the pin of {}: {}; withheld", up.name, t.upstream_name,
                               verdict.error().message);
-                e.withheld = true;
+                e.withheld = "its pin could not be checked";
             } else if (*verdict == core::pin_verdict::changed) {
                 // Rug-pull protection: a tool whose definition changed under the operator is withheld
                 // until someone accepts the new definition (airlock pins accept).
                 spdlog::warn("upstream {}: the definition of {} changed since it was pinned; withheld until accepted",
                              up.name, t.upstream_name);
-                e.withheld = true;
+                e.withheld = "its definition changed since it was pinned (airlock pins accept)";
                 bool first_report = false;
                 {
                     std::lock_guard lock(mutex_);
@@ -410,7 +424,7 @@ asio::awaitable<std::vector<gateway::tools_of_upstream>> gateway::async_tools_by
         auto entries = co_await async_catalogue(up);
         tools_of_upstream group{up.name, {}};
         for (auto const& e : *entries) {
-            if (e.withheld) continue;
+            if (!e.withheld.empty()) continue;
             auto const* grant = p->grants.grant_for(e.id);
             if (!grant) continue;
             auto t = json::value_from(e.spec).as_object();
@@ -596,9 +610,9 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     }
     auto const* grant = p->grants.grant_for(entry->id);
     auto const* up = upstream(entry->id.server());
-    if (entry->withheld || !grant || !up) {
+    if (!entry->withheld.empty() || !grant || !up) {
         auto uri = entry->id.uri();
-        std::string detail = "tool withheld: its definition changed";
+        std::string detail = entry->withheld.empty() ? "tool not served" : "tool withheld: " + entry->withheld;
         co_return co_await deny(uri, core::deny_reason::not_granted, detail);
     }
     if (entry->param_headers && ctx.param_headers) {

@@ -118,7 +118,7 @@ private:
         core::tool_id id;
         std::string exposed_name;  // wire name, or the upstream's own name when unprefixed
         mcp::tool spec;
-        bool withheld = false;     // its definition changed since it was pinned
+        std::string withheld;      // why it is withheld (definition changed since pinned, ...); empty: served
         bool param_headers = false;  // declares x-mcp-header parameters (a modern HTTP call must mirror them)
     };
     struct catalogue {
@@ -197,7 +197,7 @@ private:
         bool admitted = false;  // run_admitted is durable; until then other callers wait
     };
     std::map<std::string, run_slot> runs_;          // session key → its run
-    std::set<std::string> reported_pin_changes_;    // "server/tool digest" already journaled
+    std::set<std::string> reported_pin_changes_;    // "server/tool digest" already journaled; bad x-mcp-header definitions already logged
     std::map<std::string, std::uint32_t> steps_;   // run id → effects started
     struct listener {
         std::string principal;

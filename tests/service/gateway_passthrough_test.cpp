@@ -44,6 +44,8 @@ spec:
       mutates: false
     - ref: tool://fixture/test_custom_header
       mutates: false
+    - ref: tool://fixture/test_bad_custom_header
+      mutates: false
     - ref: tool://everything/echo
       mutates: false
   budgets: {}
@@ -420,6 +422,25 @@ TEST_CASE("a 2026-07-28 call over HTTP must mirror the tool's x-mcp-header argum
     REQUIRE_FALSE(results[3].has_value());
     CHECK(results[3].error().code == -32020);
     CHECK_THAT(results[3].error().message, Catch::Contains("'eu-north1' does not match"));
+}
+
+TEST_CASE("a granted tool whose x-mcp-header breaks the spec's rules is left out of tools/list and cannot be called") {
+    harness h;
+    std::optional<mcp::handler_result> listed, called;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        json::object none;
+        listed = co_await h.ask("tools/list", std::move(none), ctx);
+        json::object call{{"name", "test_bad_custom_header"}, {"arguments", {{"region", "us-west1"}}}};
+        called = co_await h.ask("tools/call", std::move(call), ctx);
+    });
+    REQUIRE(listed->has_value());
+    std::set<std::string> names;
+    for (auto const& t : (**listed).at("tools").as_array()) names.insert(std::string(t.at("name").as_string()));
+    CHECK(names.contains("test_custom_header"));
+    CHECK_FALSE(names.contains("test_bad_custom_header"));
+    REQUIRE(called->has_value());
+    CHECK((**called).at("isError") == true);
 }
 
 TEST_CASE("a sampling request an upstream sends during a call is asked of that call's client, and its answer returned") {
