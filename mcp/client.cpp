@@ -251,7 +251,7 @@ asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async
 asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool(
     core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov,
     std::function<void(progress_params const&)> on_progress, std::optional<std::chrono::milliseconds> deadline,
-    std::function<void(notification const&)> on_notification) {
+    std::function<void(notification const&)> on_notification, server_request_handler on_server_request) {
     auto const uri = tool.uri();
     if (tool.server() != options_.server_name)
         co_return tool_error{tool_error_kind::unreachable, uri,
@@ -294,6 +294,7 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
         request_options ro;
         ro.deadline = deadline.value_or(options_.call_deadline);
         ro.called = spec ? &*spec : nullptr;
+        ro.on_server_request = on_server_request;
         if (on_progress || on_notification) {
             ro.on_notification = [on_progress, on_notification](notification const& n) {
                 if (n.method != method::progress) {
@@ -392,6 +393,7 @@ asio::awaitable<forward_result> mcp_client::async_forward(std::string method, bo
     request_options ro;
     ro.deadline = opts.deadline.value_or(options_.call_deadline);
     ro.on_notification = std::move(opts.on_notification);
+    ro.on_server_request = std::move(opts.on_server_request);
     auto reply = co_await async_send(method, std::move(params), std::move(ro));
     if (!reply) {
         auto const& te = reply.error();

@@ -40,6 +40,8 @@ struct forward_options {
     // Notifications the server sends about this request (progress under airlock's own token, logs).
     // When set, the request carries a progress token of airlock's making.
     std::function<void(notification const&)> on_notification;
+    // Requests the server sends on this request's own response stream (see request_options).
+    server_request_handler on_server_request;
 };
 // The upstream's result object, or its JSON-RPC error; a transport failure reads as an internal
 // error whose message says what happened.
@@ -77,7 +79,8 @@ public:
         core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov,
         std::function<void(progress_params const&)> on_progress = {},
         std::optional<std::chrono::milliseconds> deadline = std::nullopt,
-        std::function<void(notification const&)> on_notification = {});
+        std::function<void(notification const&)> on_notification = {},
+        server_request_handler on_server_request = {});
 
     // Any other request (resources/read, prompts/get, completion/complete, logging/setLevel, ...),
     // connecting on demand. `params` go out as given, except _meta.progressToken (see forward_options).

@@ -297,9 +297,9 @@ struct http_transport::state : std::enable_shared_from_this<state> {
 
     // A request the server sent on a legacy stream: answer it with a POST of its own. Returns false
     // when the deadline passed meanwhile.
-    asio::awaitable<bool> answer_server_request(request sreq, time_point deadline) {
-        server_request_handler h;
-        {
+    asio::awaitable<bool> answer_server_request(request sreq, time_point deadline, server_request_handler const& own = {}) {
+        server_request_handler h = own;
+        if (!h) {
             std::lock_guard lock(mutex);
             h = request_handler;
         }
@@ -373,7 +373,8 @@ struct http_transport::state : std::enable_shared_from_this<state> {
                             continue;
                         }
                         request asked = std::move(*sreq);
-                        bool in_time = co_await answer_server_request(std::move(asked), deadline);
+                        // It came on this request's stream: it belongs to this request's caller.
+                        bool in_time = co_await answer_server_request(std::move(asked), deadline, o.on_server_request);
                         if (!in_time) {
                             ex.conn->close();
                             co_return co_await deadline_passed(e, req);

@@ -40,6 +40,11 @@ using transport_result = boost::system::result<T, transport_error>;
 
 [[noreturn]] void throw_exception_from_error(transport_error const& e, boost::source_location const&);
 
+// Answers requests the server sends to the client (ping, sampling, elicitation, roots). The result
+// is the `result` object to send back, or an error response.
+using server_request_handler =
+    std::function<boost::asio::awaitable<boost::system::result<boost::json::object, error_object>>(request)>;
+
 struct request_options {
     std::chrono::milliseconds deadline{60'000};
     // Notifications the server sends about this request (progress, logging) while it runs.
@@ -47,12 +52,12 @@ struct request_options {
     // tools/call over modern HTTP: the called tool as listed, so its x-mcp-header arguments are
     // mirrored into Mcp-Param-* headers (the spec requires it). Other transports ignore it.
     tool const* called = nullptr;
+    // Requests the server sends on this request's own response stream (Streamable HTTP), such as a
+    // sampling question asked during a tools/call, go here instead of to the transport-wide handler:
+    // the stream says which request they belong to. stdio has no such tie and ignores it.
+    server_request_handler on_server_request;
 };
 
-// Answers requests the server sends to the client (ping, sampling, elicitation, roots). The result
-// is the `result` object to send back, or an error response.
-using server_request_handler =
-    std::function<boost::asio::awaitable<boost::system::result<boost::json::object, error_object>>(request)>;
 
 class transport {
 public:

@@ -565,6 +565,31 @@ asio::awaitable<void> gateway::async_journal(std::string run, core::new_record r
     if (!r) spdlog::error("journal: run {}: {}", run, r.error().message);
 }
 
+namespace {
+
+using ask_function = std::function<asio::awaitable<mcp::handler_result>(std::string, json::object)>;
+
+asio::awaitable<mcp::handler_result> async_ask_caller(std::string server, ask_function ask, mcp::request r) {
+    if (!ask) {
+        spdlog::info("upstream {}: {} refused: the client of that request cannot be asked", server, r.method);
+        co_return mcp::error_object{mcp::rpc_code::internal_error,
+                                    "the client of this request cannot be asked " + r.method, std::nullopt};
+    }
+    spdlog::debug("upstream {}: relaying {} to the client of the request it came with", server, r.method);
+    json::object params = r.params ? std::move(*r.params) : json::object{};
+    co_return co_await ask(std::move(r.method), std::move(params));
+}
+
+// A server->client request that arrives on the stream of one forwarded request (Streamable HTTP)
+// goes to that request's client, whatever else is in flight to the same upstream.
+mcp::server_request_handler ask_caller(std::string server, mcp::request_context const& ctx) {
+    return [server = std::move(server), ask = ctx.ask_client](mcp::request r) {
+        return async_ask_caller(server, ask, std::move(r));
+    };
+}
+
+}  // namespace
+
 asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req, mcp::request_context& ctx) {
     if (!req.params) co_return invalid_params("tools/call needs params");
     auto const* name_v = req.params->if_contains("name");
@@ -682,7 +707,9 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     // Log messages on the call's own stream (HTTP upstreams) go to the caller as they are.
     auto on_notification = relay_to(ctx, call_exec);
     inflight_guard in_flight(*this, up->name, ctx, call_exec);
-    auto call = up->client->async_call_tool(tool, arguments, block, on_progress, deadline, on_notification);
+    auto on_server_request = ask_caller(up->name, ctx);
+    auto call = up->client->async_call_tool(tool, arguments, block, on_progress, deadline, on_notification,
+                                            on_server_request);
     auto call_started = std::chrono::steady_clock::now();
     auto finished = co_await async_cancellable(ctx.cancelled, std::move(call));
     auto call_took = std::chrono::steady_clock::now() - call_started;
@@ -1041,6 +1068,7 @@ asio::awaitable<mcp::handler_result> gateway::async_forward(gateway_upstream con
     mcp::forward_options fo;
     fo.deadline = options_.call_deadline;
     fo.on_notification = relay_to(ctx, exec);
+    fo.on_server_request = ask_caller(up.name, ctx);
     auto op = up.client->async_forward(std::move(method), std::move(params), std::move(fo));
     auto r = co_await async_cancellable(ctx.cancelled, std::move(op));
     if (!r) co_return mcp::error_object{mcp::rpc_code::internal_error, "the request was cancelled", std::nullopt};

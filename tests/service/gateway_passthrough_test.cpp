@@ -4,13 +4,16 @@
 // messages, sampling questions, resource updates) and of a client's cancellation.
 #include "service/gateway.hpp"
 
+#include "mcp/http_transport.hpp"
 #include "mcp/stdio_transport.hpp"
 #include "store/memory_store.hpp"
+#include "tests/support/child_process.hpp"
 #include "tests/support/peers.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -20,6 +23,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <optional>
 #include <set>
 
@@ -41,6 +45,8 @@ spec:
     - ref: tool://fixture/test_tool_with_logging
       mutates: false
     - ref: tool://fixture/test_sampling
+      mutates: false
+    - ref: tool://fixture/test_sampling_after_delay
       mutates: false
     - ref: tool://fixture/test_custom_header
       mutates: false
@@ -77,6 +83,17 @@ std::shared_ptr<mcp::mcp_client> stdio_client(asio::io_context& ioc, std::string
     return std::make_shared<mcp::mcp_client>(std::make_unique<mcp::stdio_transport>(ioc.get_executor(), so), co);
 }
 
+std::shared_ptr<mcp::mcp_client> http_client(asio::io_context& ioc, std::string name, std::string url) {
+    mcp::http_transport_options ho;
+    ho.server_name = name;
+    ho.url = std::move(url);
+    mcp::client_options co;
+    co.server_name = name;
+    co.kind = mcp::transport_kind::http;
+    co.capabilities = {{"sampling", json::object{}}, {"elicitation", json::object{}}};
+    return std::make_shared<mcp::mcp_client>(std::make_unique<mcp::http_transport>(ioc.get_executor(), ho), co);
+}
+
 struct harness {
     asio::io_context ioc;
     std::shared_ptr<store::memory_store> journal = std::make_shared<store::memory_store>();
@@ -85,18 +102,27 @@ struct harness {
 
     // The fixture (prefix: none; its watched resource changes every 100 ms), and with `two`
     // server-everything as a second, prefixed upstream.
-    explicit harness(bool two = false, std::size_t page_size = 100) {
+    // With `fixture_url`, the fixture is reached over Streamable HTTP at that URL instead.
+    explicit harness(bool two = false, std::size_t page_size = 100, std::string const& fixture_url = "") {
         service::gateway_options o;
         o.executor = ioc.get_executor();
         o.list_page_size = page_size;
-        clients.push_back(stdio_client(ioc, "fixture",
-                                       {peers::node(), fixture_script(), "--transport", "stdio", "--watch-interval-ms", "100"}));
+        if (fixture_url.empty())
+            clients.push_back(stdio_client(ioc, "fixture", {peers::node(), fixture_script(), "--transport", "stdio",
+                                                            "--watch-interval-ms", "100"}));
+        else
+            clients.push_back(http_client(ioc, "fixture", fixture_url));
         o.upstreams.push_back({"fixture", clients.back(), false});
         if (two) {
             clients.push_back(stdio_client(ioc, "everything", {peers::node(), peers::everything(), "stdio"}));
             o.upstreams.push_back({"everything", clients.back(), true});
         }
         REQUIRE(o.egress.add(core::process_destination{peers::node()}).has_value());
+        if (!fixture_url.empty()) {
+            // http://127.0.0.1:PORT/mcp, exactly (loopback is granted only by an exact entry).
+            auto port = std::stoi(fixture_url.substr(fixture_url.rfind(':') + 1));
+            REQUIRE(o.egress.add(core::remote_destination{"http", "127.0.0.1", static_cast<std::uint16_t>(port)}).has_value());
+        }
         auto alice = core::parse_manifest(alice_yaml);
         auto bob = core::parse_manifest(bob_yaml);
         REQUIRE(alice.has_value());
@@ -463,6 +489,50 @@ TEST_CASE("a sampling request an upstream sends during a call is asked of that c
     CHECK_THAT(*asked, Catch::StartsWith("sampling/createMessage ") && Catch::Contains("what now?"));
     REQUIRE(result->has_value());
     CHECK(first_text(**result, "content") == "LLM response: a considered answer");
+}
+
+TEST_CASE("over HTTP, a sampling question reaches the client of the call whose stream carried it, not the latest caller") {
+    // The fixture over Streamable HTTP: its questions come on the response stream of the call that asks.
+    testing::child_process fixture({peers::node(), fixture_script(), "--transport", "http", "--port", "0", "--host", "127.0.0.1"});
+    auto line = fixture.wait_for_stderr_line("listening on http://", std::chrono::seconds(30));
+    REQUIRE(line);
+    harness h(false, 100, line->substr(line->find("http://")));
+    std::optional<mcp::handler_result> first, second;
+    h.run([&]() -> asio::awaitable<void> {
+        using namespace asio::experimental::awaitable_operators;
+        auto answering = [](std::string who) {
+            return [who](std::string, json::object) -> asio::awaitable<mcp::handler_result> {
+                json::object answer{{"role", "assistant"},
+                                    {"content", {{"type", "text"}, {"text", "answered by " + who}}},
+                                    {"model", "test-model"}};
+                co_return answer;
+            };
+        };
+        auto a = harness::context();
+        a.ask_client = answering("A");
+        auto b = harness::context();
+        b.session_id = "s2";
+        b.ask_client = answering("B");
+        // A asks after 800 ms; B starts at 200 ms and asks only after 3 s, so when A's question
+        // comes, B is the latest call in flight to the same upstream.
+        auto call_a = [&]() -> asio::awaitable<void> {
+            json::object call{{"name", "test_sampling_after_delay"}, {"arguments", {{"prompt", "a?"}, {"delay_ms", 800}}}};
+            first = co_await h.ask("tools/call", std::move(call), a);
+        };
+        auto call_b = [&]() -> asio::awaitable<void> {
+            asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(200));
+            co_await t.async_wait(asio::use_awaitable);
+            json::object call{{"name", "test_sampling_after_delay"}, {"arguments", {{"prompt", "b?"}, {"delay_ms", 3000}}}};
+            second = co_await h.ask("tools/call", std::move(call), b);
+        };
+        co_await (call_a() && call_b());
+    });
+    REQUIRE(first->has_value());
+    REQUIRE(second->has_value());
+    CHECK(first_text(**first, "content") == "LLM response: answered by A");
+    CHECK(first_text(**second, "content") == "LLM response: answered by B");
+    fixture.signal(SIGTERM);
+    fixture.wait(std::chrono::seconds(10));
 }
 
 TEST_CASE("a call the client cancels ends at once, is journaled in doubt, and never waits for the upstream") {
