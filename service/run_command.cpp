@@ -192,6 +192,13 @@ asio::awaitable<core::result<outcome>> async_run_once(std::shared_ptr<runner> ru
     co_return out;
 }
 
+// An effect key as one path segment of the REST route (`RUN/000002/tool` → `RUN%2F000002%2Ftool`).
+std::string path_segment(std::string const& key) {
+    std::string out;
+    for (char ch : key) out += ch == '/' ? std::string("%2F") : std::string(1, ch);
+    return out;
+}
+
 void print(outcome const& o, bool as_json) {
     auto const& status = o.view.summary.status;
     if (as_json) {
@@ -210,9 +217,10 @@ void print(outcome const& o, bool as_json) {
     if (!o.view.reason.empty()) std::cout << "reason: " << o.view.reason << "\n";
     std::cout << "output: " << json::serialize(o.view.output) << "\n";
     if (status == "awaiting_approval") {
-        std::cout << "run " << o.run_id << " is awaiting approval; decide it over REST with airlock serve:\n";
+        std::cout << "run " << o.run_id << " is awaiting approval; decide it over REST (airlock serve, this configuration,\n"
+                  << "the agent listed under agents:) with {\"decision\": \"approve\"} or \"reject\":\n";
         for (auto const& p : o.approvals)
-            std::cout << "  POST /v1/runs/" << o.run_id << "/approvals/" << p.effect_key << "  (" << p.tool << " "
+            std::cout << "  POST /v1/runs/" << o.run_id << "/approvals/" << path_segment(p.effect_key) << "  (" << p.tool << " "
                       << json::serialize(p.arguments) << ")\n";
     }
 }
