@@ -207,6 +207,8 @@ void the_read_is_answered_and_replays_with_zero_calls(ledger_kind kind) {
         auto run = co_await run_to_end(r);
         CHECK(run.view.summary.status == "succeeded");
         CHECK(run.view.output == json::value("AC-1 holds 42."));
+        // The answer is the model's: labelled untrusted.
+        CHECK(run.view.output_label.trust == core::trust::untrusted);
         CHECK(w.ledger->reads == 1);
         auto answered = tool_answer(*provider, "call_1");
         REQUIRE(answered != nullptr);
@@ -249,6 +251,9 @@ void the_journal_has_an_effect_per_turn_and_call_and_verifies(ledger_kind kind) 
         CHECK(tool >= static_cast<std::size_t>(w.ledger->reads + w.ledger->posts));
         CHECK(model == 2);
         CHECK(tool == 1);
+        CHECK(of_kind(run.records, core::record_kind::effect_done).size() == 3);
+        CHECK(run.records.front().kind == core::record_kind::run_admitted);
+        CHECK(run.records.back().kind == core::record_kind::run_sealed);
         auto verified = co_await r->async_verify(run.run_id);
         REQUIRE(verified.has_value());
         CHECK_FALSE(verified->has_value());
@@ -337,6 +342,12 @@ turns:
         CHECK(run.view.summary.status == "failed");
         CHECK(run.view.reason.find("max_turns (4)") != std::string::npos);
         CHECK(run.view.output.is_null());
+        CHECK(provider->requests.size() == 4);
+        CHECK(w.ledger->reads == 4);
+        // Its replay ends the same way, with no call made.
+        auto replay = co_await r->async_replay(run.run_id);
+        REQUIRE(replay.has_value());
+        CHECK(replay->status == core::run_status::failed);
         CHECK(provider->requests.size() == 4);
         CHECK(w.ledger->reads == 4);
     });
