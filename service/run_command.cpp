@@ -281,7 +281,8 @@ int run_run(std::vector<std::string> const& args) {
                                                    cancel_asked = true;
                                                    cancel();
                                                },
-                                               [&](int) {
+                                               [&](int sig) {
+                                                   spdlog::warn("signal {} received again: stopping now", sig);
                                                    runs->stop();
                                                    ioc.stop();
                                                },

@@ -13,7 +13,10 @@
 
 #include <boost/json/parse.hpp>
 
+#include <algorithm>
+#include <csignal>
 #include <fstream>
+#include <thread>
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
@@ -182,4 +185,43 @@ TEST_CASE("a provider's API key from the environment reaches the model API and n
     CHECK(out.find(key) == std::string::npos);
     // The journal is the one the run wrote: it holds the model's answer.
     CHECK(data.find("Done: ") != std::string::npos);
+}
+
+TEST_CASE("SIGINT during airlock run cancels the run at its next step, journaled as cancelled") {
+    testing::temp_dir dir("airlock-run-sigint");
+    auto const node = testing::peers::node();
+    auto const fixture = std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/agents/counting_server.mjs";
+    auto const calls = dir.path() / "calls.log";
+    // Each call takes a while to answer, so the signal comes while the first one is in flight.
+    std::ofstream(dir.path() / "airlock.yaml")
+        << "journal: { dir: journal }\n"
+        << "upstreams:\n  - name: counter\n    stdio:\n      argv: [" << node << ", " << fixture << "]\n"
+        << "      env: { COUNTER_LOG: " << calls.string() << ", COUNTER_DELAY_MS: \"3000\" }\n"
+        << "egress:\n  - process: " << node << "\n  - local\n";
+    std::ofstream(dir.path() / "peek.yaml")
+        << "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: peeker, version: \"1.0.0\" }\nspec:\n"
+        << "  capabilities: { provides: [peek] }\n  models: { privileged: { provider: scripted, model: peek-1 } }\n"
+        << "  tools:\n    - { ref: tool://counter/peek, mutates: false, description: Read a counter. }\n"
+        << "  execution: { kind: tool-calling, max_turns: 6 }\n  budgets: {}\n";
+    std::ofstream(dir.path() / "peek.script.yaml")
+        << "turns:\n  - call: { tool: counter__peek, arguments: { key: a } }\n"
+        << "  - call: { tool: counter__peek, arguments: { key: b } }\n  - say: done\n";
+    testing::child_process run({AIRLOCK_BINARY, "run", (dir.path() / "peek.yaml").string(), "--input", "{}", "--config",
+                                (dir.path() / "airlock.yaml").string(), "--script",
+                                (dir.path() / "peek.script.yaml").string()});
+    // The first call has reached the counter (it logs before it waits).
+    for (int i = 0; i < 600 && testing::file_text(calls).empty(); ++i) std::this_thread::sleep_for(50ms);
+    INFO(run.stderr_text());
+    REQUIRE_FALSE(testing::file_text(calls).empty());
+    run.signal(SIGINT);
+    auto code = run.wait(60s);
+    INFO(run.stdout_text() << run.stderr_text());
+    CHECK(code == 1);
+    CHECK_THAT(run.stdout_text(), Catch::Contains("status: cancelled"));
+    // The call in flight finished; the next one was never made.
+    auto made = testing::file_text(calls);
+    CHECK(std::count(made.begin(), made.end(), '\n') == 1);
+    auto listed = run_command({AIRLOCK_BINARY, "runs", "--config", (dir.path() / "airlock.yaml").string(), "--status",
+                               "cancelled"});
+    CHECK_THAT(listed.out, Catch::Contains("peeker"));
 }
