@@ -1,5 +1,6 @@
 // The airlock command line: one binary, one subcommand per use.
 
+#include "service/run_command.hpp"
 #include "service/runs_command.hpp"
 #include "service/ask_command.hpp"
 #include "service/check_command.hpp"
@@ -31,7 +32,7 @@ constexpr subcommand subcommands[] = {
     {"serve", "run the HTTP service: MCP gateway at /mcp, REST API, health and metrics", true},
     {"stdio", "serve one MCP client on stdin/stdout (for hosts that spawn their servers)", true},
     {"check", "validate an agent manifest or a configuration file", true},
-    {"run", "run one agent from a manifest and print its output", false},
+    {"run", "run one agent from a manifest to its end and print its status, output and run id", true},
     {"runs", "list journaled runs: agent runs and gateway sessions, filtered and paged", true},
     {"replay", "re-run a journaled run from the journal alone (no model or tool calls)", true},
     {"journal", "verify, show, export and import journaled runs", true},
@@ -81,6 +82,7 @@ int main(int argc, char** argv) {
     }
     if (cmd == "serve") return airlock::service::run_serve(rest);
     if (cmd == "stdio") return airlock::service::run_stdio(rest);
+    if (cmd == "run") return airlock::service::run_run(rest);
     if (cmd == "runs") return airlock::service::run_runs(rest);
     if (cmd == "replay") return airlock::service::run_replay(rest);
     if (cmd == "check") return airlock::service::run_check(rest);

@@ -99,7 +99,9 @@ config embedded_defaults() {
     return c;
 }
 
-core::result<config> load(std::optional<std::string> const& file) {
+}  // namespace
+
+core::result<config> load_serving_config(std::optional<std::string> const& file) {
     if (!file) return embedded_defaults();
     auto c = load_config(*file, process_environment());
     if (!c) return c.error();
@@ -107,11 +109,7 @@ core::result<config> load(std::optional<std::string> const& file) {
     return c;
 }
 
-// The flags that override the configuration's logging section.
-struct log_flags {
-    std::optional<log_format> format;
-    std::optional<log_level> level;
-};
+namespace {
 
 // Parses --log-format / --log-level at args[i] (advancing i); nullopt when args[i] is neither,
 // false after printing the problem.
@@ -135,6 +133,8 @@ std::optional<bool> parse_log_flag(std::vector<std::string> const& args, std::si
     return out.level.has_value();
 }
 
+}  // namespace
+
 // The configuration's logging with the flags on top, installed before anything is logged; every
 // secret the configuration holds is redacted from then on.
 void apply_logging(config const& c, log_flags const& flags) {
@@ -143,14 +143,7 @@ void apply_logging(config const& c, log_flags const& flags) {
     for (auto const& w : c.warnings) spdlog::warn("config: {}", w);
 }
 
-// Everything that serves MCP, built from a configuration: journal, upstream clients, gateway.
-struct service_core {
-    std::shared_ptr<store::lmdb_store> journal;
-    std::vector<std::shared_ptr<mcp::mcp_client>> clients;  // clients[i] serves config.upstreams[i]
-    std::shared_ptr<gateway> gw;
-    std::shared_ptr<runner> runs;  // the configured agents (REST /v1/runs, airlock replay)
-    std::shared_ptr<runner_tools> run_tools;  // what the runner's tool calls go through; a reload replaces it
-};
+namespace {
 
 std::shared_ptr<mcp::mcp_client> make_upstream_client(upstream_config const& u, core::egress_allowlist const& egress,
                                                       asio::any_io_executor exec) {
@@ -219,8 +212,10 @@ core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_i
     return gateway::make(std::move(go));
 }
 
+}  // namespace
+
 core::result<service_core> build_core(config const& c, asio::any_io_executor exec,
-                                      std::shared_ptr<airlock_metrics> metrics = nullptr) {
+                                      std::shared_ptr<airlock_metrics> metrics) {
     service_core sc;
     auto journal_options = c.journal;
     if (metrics)
@@ -258,6 +253,8 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
     sc.runs = *r;
     return sc;
 }
+
+namespace {
 
 // Bearer tokens compared in constant time: digests of equal length, so neither content nor length
 // leaks through timing. A reload replaces the whole table at once.
@@ -387,7 +384,7 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
         co_return;
     }
     spdlog::info("reload: reading {}", *sv->config_file);
-    auto next = load(sv->config_file);
+    auto next = load_serving_config(sv->config_file);
     if (!next) {
         spdlog::error("reload refused, the running configuration stays: {}: {}", *sv->config_file, next.error().message);
         co_return;
@@ -630,7 +627,7 @@ int run_serve(std::vector<std::string> const& args) {
         std::cerr << "airlock serve: --listen: '" << *listen << "' is not HOST:PORT\n";
         return 2;
     }
-    auto c = load(config_file);
+    auto c = load_serving_config(config_file);
     if (!c) {
         std::cerr << "airlock serve: " << (config_file ? *config_file + ": " : "") << c.error().message << "\n";
         return 1;
@@ -836,7 +833,7 @@ int run_stdio(std::vector<std::string> const& args) {
         std::cerr << "airlock stdio: --config is required\n" << stdio_usage;
         return 2;
     }
-    auto c = load(config_file);
+    auto c = load_serving_config(config_file);
     if (!c) {
         std::cerr << "airlock stdio: " << *config_file << ": " << c.error().message << "\n";
         return 1;
@@ -900,7 +897,7 @@ int run_replay(std::vector<std::string> const& args) {
         std::cerr << "airlock replay: --config and RUN are required\n" << replay_usage;
         return 2;
     }
-    // Not load(): a replay creates no key or token that is missing.
+    // Not load_serving_config(): a replay creates no key or token that is missing.
     auto c = load_config(*config_file, process_environment());
     if (!c) {
         std::cerr << "airlock replay: " << *config_file << ": " << c.error().message << "\n";

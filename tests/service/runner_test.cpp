@@ -1,9 +1,11 @@
-// The run driver with real parts: the scripted provider, a typed in-process ledger routed by the
-// ToolRouter, and the journal (in memory; the LMDB store is exercised by the crash test).
+// The run driver with real parts: the scripted provider, the example's typed in-process ledger
+// (examples/ledger/ledger_toolbox.hpp) routed by the ToolRouter, and the journal (in memory; the LMDB
+// store is exercised by the crash test). The seed's five checks are in seed_example_test.cpp.
 
 #include "core/manifest.hpp"
 #include "core/provenance.hpp"
 #include "core/toolbox.hpp"
+#include "examples/ledger/ledger_toolbox.hpp"
 #include "mcp/router.hpp"
 #include "service/providers/scripted.hpp"
 #include "service/runner.hpp"
@@ -28,18 +30,6 @@ using namespace airlock;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct read_args {
-    std::string account;
-    static constexpr core::field_doc field_docs[] = {{"account", "The account to read."}};
-};
-BOOST_DESCRIBE_STRUCT(read_args, (), (account))
-
-struct post_args {
-    std::string account;
-    std::int64_t amount = 0;
-};
-BOOST_DESCRIBE_STRUCT(post_args, (), (account, amount))
 
 // TELLER as examples/teller.yaml has it, with the scripted provider and a few knobs.
 std::string teller(std::string read_extra = "", std::string budgets = "max_tokens: 100000") {
@@ -118,29 +108,13 @@ private:
 struct world {
     asio::io_context ioc;
     std::shared_ptr<store::memory_store> journal = std::make_shared<store::memory_store>();
-    std::shared_ptr<std::atomic<int>> reads = std::make_shared<std::atomic<int>>(0);
-    std::shared_ptr<std::atomic<int>> posts = std::make_shared<std::atomic<int>>(0);
+    std::shared_ptr<examples::ledger_state> state = std::make_shared<examples::ledger_state>();
     std::shared_ptr<recording_client> ledger;
     std::shared_ptr<mcp::tool_router> router;
     std::shared_ptr<core::provenance_signer const> signer;
 
     world() {
-        auto box = std::make_shared<core::toolbox>("ledger");
-        auto r = reads;
-        auto p = posts;
-        REQUIRE(box->add<read_args>("read", {.description = "Read a balance.", .mutates = false},
-                                    [r](read_args a) -> json::value {
-                                        ++*r;
-                                        return json::object{{"account", a.account}, {"balance", 42}};
-                                    })
-                    .has_value());
-        REQUIRE(box->add<post_args>("post", {.description = "Post an amount."},
-                                    [p](post_args a) -> json::value {
-                                        ++*p;
-                                        return json::object{{"posted", a.amount}};
-                                    })
-                    .has_value());
-        ledger = std::make_shared<recording_client>(box);
+        ledger = std::make_shared<recording_client>(examples::make_ledger_toolbox(state));
         router = std::make_shared<mcp::tool_router>(egress());
         REQUIRE(router->add_route("ledger", ledger).has_value());
         auto s = core::provenance_signer::from_raw_seed("test-key", std::string(32, '\x07'));
@@ -216,95 +190,6 @@ turns:
 )";
 
 }  // namespace
-
-TEST_CASE("the model reads through the runner, the run succeeds, and strict replay reassembles it with no calls") {
-    world w;
-    auto provider = script(read_then_say);
-    auto r = w.make({{manifest_of(teller()), "demo", provider}});
-    w.run([&]() -> asio::awaitable<void> {
-        auto req1 = ask("what is in AC-1?");
-        auto run = co_await run_to_end(r, req1);
-        CHECK(run.view.summary.status == "succeeded");
-        CHECK(run.view.output == json::value("AC-1 holds 42."));
-        CHECK(run.view.output_label.trust == core::trust::untrusted);
-        CHECK(*w.reads == 1);
-        CHECK(provider->calls() == 2);
-
-        auto replay = co_await r->async_replay(run.run_id);
-        REQUIRE(replay.has_value());
-        CHECK(replay->status == core::run_status::succeeded);
-        CHECK(replay->output == run.view.output);
-        CHECK(provider->calls() == 2);
-        CHECK(*w.reads == 1);
-
-        // One effect per model turn and per tool call, each with its outcome, and the chain verifies.
-        auto records = co_await r->async_journal(run.run_id, 1);
-        REQUIRE(records.has_value());
-        auto k = kinds(*records);
-        CHECK(count(k, "effect_started") == 3);
-        CHECK(count(k, "effect_done") == 3);
-        CHECK(k.front() == "run_admitted");
-        CHECK(k.back() == "run_sealed");
-        auto verified = co_await r->async_verify(run.run_id);
-        REQUIRE(verified.has_value());
-        CHECK_FALSE(verified->has_value());
-    });
-}
-
-TEST_CASE("an ungranted tool is refused and journaled, the model is told, and the run succeeds") {
-    world w;
-    auto provider = script(R"(
-turns:
-  - call: { tool: ledger__write, arguments: { account: AC-1 } }
-  - say: "I could not do that, so here is the balance instead."
-)");
-    auto r = w.make({{manifest_of(teller()), "demo", provider}});
-    w.run([&]() -> asio::awaitable<void> {
-        auto req2 = ask("empty AC-1");
-        auto run = co_await run_to_end(r, req2);
-        CHECK(run.view.summary.status == "succeeded");
-        CHECK(*w.reads == 0);
-        auto records = co_await r->async_journal(run.run_id, 1);
-        CHECK(count(kinds(*records), "policy_denied") == 1);
-    });
-}
-
-TEST_CASE("a model-chosen account on a mutating post never reaches the ledger, and the run succeeds") {
-    world w;
-    auto provider = script(R"(
-turns:
-  - call: { tool: ledger__post, arguments: { account: AC-1, amount: 1000000 } }
-  - say: "I was not able to post that."
-)");
-    auto r = w.make({{manifest_of(teller()), "demo", provider}});
-    w.run([&]() -> asio::awaitable<void> {
-        auto req3 = ask("put a million in AC-1");
-        auto run = co_await run_to_end(r, req3);
-        CHECK(run.view.summary.status == "succeeded");
-        CHECK(*w.posts == 0);
-    });
-}
-
-TEST_CASE("a run whose model never stops asking fails at max_turns, and its replay fails the same way") {
-    world w;
-    auto provider = script(R"(
-after_last: repeat
-turns:
-  - call: { tool: ledger__read, arguments: { account: AC-1 } }
-)");
-    auto r = w.make({{manifest_of(teller()), "demo", provider}});
-    w.run([&]() -> asio::awaitable<void> {
-        auto req4 = ask("loop");
-        auto run = co_await run_to_end(r, req4);
-        CHECK(run.view.summary.status == "failed");
-        CHECK(run.view.reason.find("max_turns (4)") != std::string::npos);
-        CHECK(*w.reads == 4);
-        auto replay = co_await r->async_replay(run.run_id);
-        REQUIRE(replay.has_value());
-        CHECK(replay->status == core::run_status::failed);
-        CHECK(*w.reads == 4);
-    });
-}
 
 TEST_CASE("every tool call carries a signed provenance block to the in-process tool, and the journal keeps it") {
     world w;
@@ -389,7 +274,7 @@ TEST_CASE("the same idempotency key returns the same run instead of starting ano
         CHECK_FALSE(second->fresh);
         CHECK(second->run_id == first->run_id);
         co_await r->async_wait(first->run_id, 30s);
-        CHECK(*w.reads == 1);
+        CHECK(w.state->reads() == 1);
     });
 }
 
@@ -409,7 +294,7 @@ TEST_CASE("a cancelled run stops at its next step without calling its tool") {
         held->release();
         auto done = co_await r->async_wait(ticket->run_id, 30s);
         CHECK(done->summary.status == "cancelled");
-        CHECK(*w.reads == 0);
+        CHECK(w.state->reads() == 0);
         auto again = co_await r->async_cancel(ticket->run_id);
         REQUIRE(again.has_error());
         CHECK(again.error().code == "not_cancellable");
@@ -425,7 +310,7 @@ TEST_CASE("a call needing approval waits for a reviewer, and an approved run com
         auto ticket = co_await r->async_start(req11);
         auto waiting = co_await r->async_wait(ticket->run_id, 30s);
         CHECK(waiting->summary.status == "awaiting_approval");
-        CHECK(*w.reads == 0);
+        CHECK(w.state->reads() == 0);
         auto pending = co_await r->async_approvals(ticket->run_id);
         REQUIRE(pending->size() == 1);
         CHECK(pending->at(0).tool == "tool://ledger/read");
@@ -440,11 +325,11 @@ TEST_CASE("a call needing approval waits for a reviewer, and an approved run com
         REQUIRE(decided.has_value());
         auto done = co_await r->async_wait(ticket->run_id, 30s);
         CHECK(done->summary.status == "succeeded");
-        CHECK(*w.reads == 1);
+        CHECK(w.state->reads() == 1);
         auto replay = co_await r->async_replay(ticket->run_id);
         REQUIRE(replay.has_value());
         CHECK(replay->status == core::run_status::succeeded);
-        CHECK(*w.reads == 1);
+        CHECK(w.state->reads() == 1);
     });
 }
 
@@ -466,7 +351,7 @@ turns:
         co_await r->async_decide(ticket->run_id, pending->at(0).effect_key, reject);
         auto done = co_await r->async_wait(ticket->run_id, 30s);
         CHECK(done->summary.status == "succeeded");
-        CHECK(*w.reads == 0);
+        CHECK(w.state->reads() == 0);
         auto records = co_await r->async_journal(ticket->run_id, 1);
         // The second model request carried the rejection as the tool's answer.
         bool told = false;
@@ -623,13 +508,13 @@ TEST_CASE("after a crash, a read-only call in doubt is made again with the same 
     world w;
     auto entered = std::make_shared<bool>(false);
     auto o = options_for(w, teller(), read_then_say);
-    o.tools = hanging<read_args>("read", false, entered);
+    o.tools = hanging<examples::ledger_read_args>("read", false, entered);
     auto run_id = crash_in_call(w, o, entered, ask("what is in AC-1?"));
     restart(w, o, [&](service::runner& second) -> asio::awaitable<void> {
         auto done = co_await second.async_wait(run_id, 30s);
         CHECK(done->summary.status == "succeeded");
         CHECK(done->output == json::value("AC-1 holds 42."));
-        CHECK(*w.reads == 1);
+        CHECK(w.state->reads() == 1);
         REQUIRE(w.ledger->seen.size() == 1);
         CHECK(w.ledger->seen[0]->effect_key == run_id + "/000002/tool");
         auto after = co_await second.async_journal(run_id, 1);
@@ -653,12 +538,12 @@ turns:
   - call: { tool: ledger__post, arguments: { account: AC-1, amount: 5 } }
   - say: "posted"
 )");
-    o.tools = hanging<post_args>("post", true, entered);
+    o.tools = hanging<examples::ledger_post_args>("post", true, entered);
     auto run_id = crash_in_call(w, o, entered, ask("post 5 to AC-1"));
     restart(w, o, [&](service::runner& second) -> asio::awaitable<void> {
         auto done = co_await second.async_wait(run_id, 30s);
         CHECK(done->summary.status == "quarantined");
         CHECK(done->reason.find(run_id + "/000002/tool (tool://ledger/post)") != std::string::npos);
-        CHECK(*w.posts == 0);
+        CHECK(w.state->posts() == 0);
     });
 }

@@ -8,7 +8,7 @@
 #include "service/runner_factory.hpp"
 #include "store/lmdb_store.hpp"
 #include "tests/support/child_process.hpp"
-#include "tests/support/peers.hpp"
+#include "tests/support/teller_example.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
@@ -27,20 +27,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string source(std::string const& rel) { return std::string(AIRLOCK_SOURCE_DIR) + "/" + rel; }
-
-// The example's agent and ledger, with the journal in a temporary directory.
-fs::path write_config(fs::path const& dir, std::string const& manifest) {
-    auto node = testing::peers::node();
-    auto file = dir / "airlock.yaml";
-    std::ofstream(file) << "journal: { dir: journal }\n"
-                        << "upstreams:\n  - name: ledger\n    stdio: { argv: [" << node << ", "
-                        << source("examples/ledger/server.mjs") << "] }\n"
-                        << "egress:\n  - process: " << node << "\n  - local\n"
-                        << "agents:\n  - { manifest: " << manifest << ", script: " << source("examples/teller.script.yaml")
-                        << " }\n";
-    return file;
-}
+using testing::teller::source;
+using testing::teller::write_config;
 
 struct teller_run {
     std::string run_id;
@@ -124,13 +112,10 @@ TEST_CASE("airlock replay reassembles the run from the journal, and reports a ma
     CHECK_THAT(replay.out, Catch::Contains("output: \"AC-1 holds 42. I was not permitted to post to it.\""));
 
     // The reviewed manifest changed: the read now needs a reviewer, which the recorded run never asked.
-    std::ifstream in(source("examples/teller.yaml"));
-    std::string yaml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto at = yaml.find("      description: Read a ledger account's balance.\n");
-    REQUIRE(at != std::string::npos);
-    yaml.insert(at, "      requires_approval: true\n");
-    std::ofstream(dir.path() / "teller-changed.yaml") << yaml;
-    auto changed = write_config(dir.path(), (dir.path() / "teller-changed.yaml").string());
+    auto edited = testing::teller::edited_manifest(dir.path(), "teller-changed.yaml",
+                                                   "      description: Read a ledger account's balance.\n",
+                                                   "      requires_approval: true\n      description: Read a ledger account's balance.\n");
+    auto changed = write_config(dir.path(), edited.string());
     auto diverged = testing::run_command({AIRLOCK_BINARY, "replay", "--config", changed.string(), run.run_id});
     INFO(diverged.out << diverged.err);
     CHECK(diverged.exit_code == 1);
