@@ -7,11 +7,11 @@
 // time.
 //
 //   build/bench/bench_agents_bench [--runs N[,N...]] [--tools inproc|stdio|both]
-//                                  [--durability durable|fast] [--threads T] [--pool P]
+//                                  [--durability durable|fast] [--threads T] [--connections C]
 //                                  [--deadline SECS] [--dir DIR] [--quick]
 //
 // Defaults: 1,000 and 10,000 runs, both kinds of tools, durable journal, the runner on 1 thread,
-// a model connection pool of 4 idle connections (what a configured provider gets), 600 s per row.
+// at most 256 connections to the model (a provider's default max_connections), 600 s per row.
 // --quick (or AIRLOCK_BENCH_QUICK=1) is a smoke size: 50 and 200 runs.
 //
 // Per row (kind of tools × runs):
@@ -93,7 +93,7 @@ struct settings {
     std::vector<std::string> kinds{"inproc", "stdio"};
     store::durability mode = store::durability::durable;
     unsigned threads = 1;
-    std::size_t pool = 4;
+    std::size_t connections = 256;  // the provider's max_connections (and kept-alive pool)
     std::chrono::seconds deadline{600};
     fs::path dir = fs::temp_directory_path();
 };
@@ -360,7 +360,8 @@ row measure(settings const& s, std::string const& kind, int n) {
     ps.name = "bench";
     ps.model = "bench-1";
     ps.http.base_url = "http://127.0.0.1:" + std::to_string(api.port()) + "/v1";
-    ps.http.pool_size = s.pool;
+    ps.http.max_connections = s.connections;
+    ps.http.pool_size = s.connections;
     (void)ps.http.egress.add(model_at);
     auto provider = std::make_shared<service::providers::http_provider>(ioc.get_executor(), ps,
                                                                          service::providers::openai_wire());
@@ -446,7 +447,8 @@ row measure(settings const& s, std::string const& kind, int n) {
                 outcomes[i].status = v->summary.status;
                 outcomes[i].clean = v->output.is_string() &&
                                     std::string_view(v->output.as_string()).find("tool errors: 0;") != std::string_view::npos;
-                if (!outcomes[i].clean) outcomes[i].output = json::serialize(v->output).substr(0, 300);
+                if (!outcomes[i].clean)
+                    outcomes[i].output = (v->reason.empty() ? json::serialize(v->output) : v->reason).substr(0, 400);
             }
         }
         if (--remaining == 0) all_done.set_value();
@@ -525,7 +527,7 @@ int main(int argc, char** argv) {
     if (auto const* q = std::getenv("AIRLOCK_BENCH_QUICK"); q && std::string(q) == "1") quick = true;
     auto usage = [] {
         std::cerr << "usage: agents_bench [--runs N[,N...]] [--tools inproc|stdio|both] [--durability durable|fast]\n"
-                     "                    [--threads T] [--pool P] [--deadline SECS] [--dir DIR] [--quick]\n";
+                     "                    [--threads T] [--connections C] [--deadline SECS] [--dir DIR] [--quick]\n";
         return 2;
     };
     bool sizes_given = false;
@@ -554,8 +556,8 @@ int main(int argc, char** argv) {
             else return usage();
         } else if (a == "--threads" && has_value) {
             s.threads = static_cast<unsigned>(std::max(1, std::atoi(argv[++i])));
-        } else if (a == "--pool" && has_value) {
-            s.pool = static_cast<std::size_t>(std::max(1, std::atoi(argv[++i])));
+        } else if (a == "--connections" && has_value) {
+            s.connections = static_cast<std::size_t>(std::max(1, std::atoi(argv[++i])));
         } else if (a == "--deadline" && has_value) {
             s.deadline = std::chrono::seconds(std::max(1, std::atoi(argv[++i])));
         } else if (a == "--dir" && has_value) {
@@ -634,7 +636,7 @@ int main(int argc, char** argv) {
                         r.replay_mismatches, r.first_problem.empty() ? "" : "; first: ", r.first_problem.c_str());
     std::cout << json::serialize(json::object{{"bench", "agents"},
                                               {"threads", s.threads},
-                                              {"model_pool", s.pool},
+                                              {"model_connections", s.connections},
                                               {"deadline_s", s.deadline.count()},
                                               {"rows", json_rows}})
               << std::endl;
