@@ -209,17 +209,14 @@ void runner::release_slot(std::string const& run_id) {
     std::shared_ptr<run_slot> next;
     {
         std::lock_guard lock(mutex_);
-        bool counted = false;
-        if (auto it = active_.find(run_id); it != active_.end()) {
-            counted = it->second->counted;
-            active_.erase(it);
-        }
+        active_.erase(run_id);
         auto [first, last] = waiters_.equal_range(run_id);
         for (auto it = first; it != last; ++it) wake.push_back(it->second);
         waiters_.erase(first, last);
-        // The freed slot goes to the oldest queued resume, if any (none once stopping: they stay
-        // unsealed and are resumed at the next start).
-        while (counted && !stopping_ && !resume_queue_.empty() && active_.size() < options_.max_concurrent_runs) {
+        // The room goes to the oldest queued resume, if any (none once stopping: they stay unsealed
+        // and are resumed at the next start). Any slot's release counts, a run continuing after an
+        // approval included: it took room in active_ too.
+        while (!stopping_ && !resume_queue_.empty() && active_.size() < options_.max_concurrent_runs) {
             auto id = std::move(resume_queue_.extract(resume_queue_.begin()).value());
             if (active_.contains(id)) continue;
             next = insert_slot_locked(id, true);

@@ -179,7 +179,7 @@ private:
     void spawn(std::shared_ptr<run_slot> slot);
     std::shared_ptr<run_slot> claim_slot(std::string const& run_id, bool count_against_limit, core::error& why);
     std::shared_ptr<run_slot> insert_slot_locked(std::string const& run_id, bool counted);
-    // Frees the slot, wakes the run's waiters and hands a counted slot to the next queued resume.
+    // Frees the slot, wakes the run's waiters and gives the room to the next queued resume.
     void release_slot(std::string const& run_id);
     void forget_waiter(std::string const& run_id, std::shared_ptr<waiter> const& w);
     std::string nonce();
