@@ -27,9 +27,10 @@
 //   sampled peak of RssAnon (heap: coroutine frames, buffers, the loop states);
 // - strict replay: async_replay of every run of the row, one after another on one coroutine;
 //   records matched per second, and any replay whose status differs from the run's.
-// A row stops admitting nothing new and waits for what it admitted; every run is waited for at most
-// until the row's deadline, after which the row reports what finished. Replay stops at the same
-// kind of deadline.
+// Every run of a row is admitted at the start and waited for at most until the row's deadline
+// (--deadline), after which the row reports what finished and counts the rest as unfinished. Replay
+// stops at a deadline of the same length. Runs the model or a tool failed are counted, never hidden:
+// "clean" runs succeeded with every tool call answered.
 //
 // Deviations from `airlock serve`: the tool schemas shown to the model come from the in-process
 // toolbox for both kinds (serve's catalogue lists the upstream's tools once per run). The in-process
