@@ -19,6 +19,7 @@ bench: build
 	tests/peers/node_modules/.bin/node bench/sdk_call_bench.mjs
 	./$(BUILD_DIR)/bench/bench_gateway_bench
 	./$(BUILD_DIR)/bench/bench_providers_bench
+	./$(BUILD_DIR)/bench/bench_agents_bench
 
 build: configure
 	cmake --build $(BUILD_DIR)

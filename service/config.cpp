@@ -1316,6 +1316,9 @@ void read_http_provider(reader& r, YAML::Node const& n, std::string const& p, pr
     if (auto const v = n["max_retry_wait"]) {
         if (auto d = r.duration(v, p + ".max_retry_wait", milliseconds(0))) pc.max_retry_wait = *d;
     }
+    if (auto const v = n["max_connections"]) {
+        if (auto m = r.count(v, p + ".max_connections", 1, 100'000)) pc.max_connections = *m;
+    }
     if (auto const v = n["headers"]) {
         bool anthropic = pc.kind == provider_kind::anthropic;
         read_headers(r, v, p + ".headers", pc.headers, [anthropic](std::string const& name) {
@@ -1332,7 +1335,7 @@ void read_http_provider(reader& r, YAML::Node const& n, std::string const& p, pr
 std::optional<provider_config> read_provider(reader& r, std::string const& name, YAML::Node const& n,
                                              std::string const& p) {
     if (!r.mapping(n, p, {"kind", "base_url", "api_key", "headers", "model", "max_tokens", "max_tokens_field",
-                          "deadline", "max_retries", "max_retry_wait", "tls", "script"}))
+                          "deadline", "max_retries", "max_retry_wait", "max_connections", "tls", "script"}))
         return std::nullopt;
     auto before = r.problems.size();
     provider_config pc;
@@ -1350,7 +1353,7 @@ std::optional<provider_config> read_provider(reader& r, std::string const& name,
                                                                               : provider_kind::scripted;
     if (pc.kind == provider_kind::scripted) {
         for (auto key : {"base_url", "api_key", "headers", "max_tokens", "max_tokens_field", "deadline", "max_retries",
-                         "max_retry_wait", "tls"})
+                         "max_retry_wait", "max_connections", "tls"})
             if (n[key]) r.fail("conflicting_fields", p + "." + key + " applies only to openai and anthropic providers");
         pc.destination = core::local_destination{};
         if (auto const v = n["model"]) {

@@ -124,6 +124,7 @@ struct provider_config {
     std::string max_tokens_field = "max_tokens";
     std::chrono::milliseconds deadline{120'000};        // one attempt, connect to the last byte of the answer
     unsigned max_retries = 2;                           // further attempts after 429 or 5xx
+    std::size_t max_connections = 256;                  // requests in flight at once; more wait their turn
     std::chrono::milliseconds max_retry_wait{60'000};   // the longest wait before one
     bool verify_peer = true;
     std::optional<std::string> ca_file;

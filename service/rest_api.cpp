@@ -525,7 +525,12 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
             co_return res;
         }
         auto id = started->run_id;
+        bool waited = false;
         if (wait && wait->count() > 0) {
+            auto up_to = std::chrono::duration_cast<std::chrono::milliseconds>(*wait);
+            waited = co_await options_.runs->async_wait(id, up_to);
+        }
+        if (wait && wait->count() > 0 && !waited) {
             // Poll the head: a run's progress is in the journal, and a poll every few tens of
             // milliseconds costs one index read.
             auto deadline = std::chrono::steady_clock::now() + *wait;

@@ -63,6 +63,13 @@ public:
                                                                     std::string reviewer) = 0;
     // How long a client refused with at_capacity should wait before trying again.
     virtual std::chrono::seconds retry_after() const { return std::chrono::seconds(1); }
+    // Returns once the run is no longer running (ended, or awaiting approval) or after `up_to`, and
+    // true; false when this control cannot tell, and `?wait=` then watches the journal itself.
+    virtual boost::asio::awaitable<bool> async_wait(std::string run_id, std::chrono::milliseconds up_to) {
+        (void)run_id;
+        (void)up_to;
+        co_return false;
+    }
 };
 
 struct rest_api_options {

@@ -7,6 +7,8 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -23,11 +25,19 @@ namespace airlock::service {
 
 namespace asio = boost::asio;
 namespace json = boost::json;
+using namespace asio::experimental::awaitable_operators;
 
 struct runner::run_slot {
     std::string run_id;
     std::atomic<bool> cancel{false};
     bool counted = true;  // holds one of max_concurrent_runs
+};
+
+// One async_wait caller. The driver's thread signals it through a channel (safe from any thread,
+// and a signal sent before the caller starts waiting is kept), never through the caller's timer.
+struct runner::waiter {
+    explicit waiter(asio::any_io_executor ex) : wake(std::move(ex), 1) {}
+    asio::experimental::concurrent_channel<void(boost::system::error_code)> wake;
 };
 
 struct runner::drive_result {
@@ -176,22 +186,59 @@ std::shared_ptr<runner::run_slot> runner::claim_slot(std::string const& run_id, 
         why = core::make_error("run_busy", "run " + run_id + " is being driven right now");
         return nullptr;
     }
-    if (count_against_limit && active_.size() >= options_.max_concurrent_runs) {
+    // Resumed runs still queued go first: a slot that frees up is theirs before a new admission's.
+    if (count_against_limit && (active_.size() >= options_.max_concurrent_runs || !resume_queue_.empty())) {
         why = core::make_error("too_many_runs", "runs.max_concurrent_runs (" + std::to_string(options_.max_concurrent_runs) +
                                                     ") runs are under way; retry in " +
                                                     std::to_string(options_.retry_after.count()) + "s");
         return nullptr;
     }
+    return insert_slot_locked(run_id, count_against_limit);
+}
+
+std::shared_ptr<runner::run_slot> runner::insert_slot_locked(std::string const& run_id, bool counted) {
     auto slot = std::make_shared<run_slot>();
     slot->run_id = run_id;
-    slot->counted = count_against_limit;
+    slot->counted = counted;
     active_[run_id] = slot;
     return slot;
 }
 
 void runner::release_slot(std::string const& run_id) {
+    std::vector<std::shared_ptr<waiter>> wake;
+    std::shared_ptr<run_slot> next;
+    {
+        std::lock_guard lock(mutex_);
+        active_.erase(run_id);
+        auto [first, last] = waiters_.equal_range(run_id);
+        for (auto it = first; it != last; ++it) wake.push_back(it->second);
+        waiters_.erase(first, last);
+        // The room goes to the oldest queued resume, if any (none once stopping: they stay unsealed
+        // and are resumed at the next start). Any slot's release counts, a run continuing after an
+        // approval included: it took room in active_ too.
+        while (!stopping_ && !resume_queue_.empty() && active_.size() < options_.max_concurrent_runs) {
+            auto id = std::move(resume_queue_.extract(resume_queue_.begin()).value());
+            if (active_.contains(id)) continue;
+            next = insert_slot_locked(id, true);
+            break;
+        }
+    }
+    for (auto const& w : wake) w->wake.try_send(boost::system::error_code{});
+    if (next) {
+        spdlog::info("run {}: resuming from its journal", next->run_id);
+        spawn(next);
+    }
+}
+
+void runner::forget_waiter(std::string const& run_id, std::shared_ptr<waiter> const& w) {
     std::lock_guard lock(mutex_);
-    active_.erase(run_id);
+    auto [first, last] = waiters_.equal_range(run_id);
+    for (auto it = first; it != last; ++it) {
+        if (it->second == w) {
+            waiters_.erase(it);
+            return;
+        }
+    }
 }
 
 void runner::spawn(std::shared_ptr<run_slot> slot) {
@@ -656,15 +703,30 @@ asio::awaitable<core::result<run_view>> runner::async_get(std::string run_id) {
 }
 
 asio::awaitable<core::result<run_view>> runner::async_wait(std::string run_id, std::chrono::milliseconds up_to) {
-    auto deadline = std::chrono::steady_clock::now() + up_to;
-    asio::steady_timer timer(co_await asio::this_coro::executor);
+    auto const deadline = std::chrono::steady_clock::now() + up_to;
+    auto ex = co_await asio::this_coro::executor;
     for (;;) {
+        // Registered before the status is read: a driver that lets go in between still wakes us.
+        auto w = std::make_shared<waiter>(ex);
+        bool driven_here;
+        {
+            std::lock_guard lock(mutex_);
+            waiters_.emplace(run_id, w);
+            driven_here = active_.contains(run_id) || resume_queue_.contains(run_id);
+        }
         auto v = co_await async_get(run_id);
-        if (!v || v->summary.status != "running" || std::chrono::steady_clock::now() >= deadline) co_return v;
-        // Polling the index is cheap (one read transaction) and keeps waiting free of shared state.
-        timer.expires_after(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(20),
-                                                                          deadline - std::chrono::steady_clock::now()));
-        co_await timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        if (!v || v->summary.status != "running" || std::chrono::steady_clock::now() >= deadline) {
+            forget_waiter(run_id, w);
+            co_return v;
+        }
+        // A run this runner drives wakes us when its driver lets go. One nothing here drives (a
+        // gateway session, a run left behind by stop()) can only be looked at again now and then.
+        auto until = driven_here ? deadline : std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(250));
+        asio::steady_timer timer(ex, until);
+        auto woken = w->wake.async_receive(asio::as_tuple(asio::use_awaitable));
+        auto expired = timer.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_await (std::move(woken) || std::move(expired));
+        forget_waiter(run_id, w);
     }
 }
 
@@ -687,25 +749,30 @@ asio::awaitable<core::result<std::optional<core::chain_fault>>> runner::async_ve
 }
 
 asio::awaitable<core::result<void>> runner::async_cancel(std::string run_id) {
+    bool was_queued = false;
     {
         std::lock_guard lock(mutex_);
         if (auto it = active_.find(run_id); it != active_.end()) {
             it->second->cancel = true;
             co_return core::result<void>{};
         }
+        was_queued = resume_queue_.erase(run_id) > 0;
     }
     auto head = co_await options_.journal->async_head(run_id);
     if (!head) co_return head.error();
     if (!*head) co_return core::make_error("unknown_run", "no run " + run_id);
     if ((*head)->sealed)
         co_return core::make_error("not_cancellable", "run " + run_id + " has already ended (" + (*head)->status + ")");
-    if ((*head)->status != "awaiting_approval")
+    if ((*head)->status != "awaiting_approval" && !was_queued)
         co_return core::make_error("not_cancellable", "run " + run_id + " is not being driven by this airlock");
-    // Parked: nothing drives it, so the seal is written here, under the slot so no decision races it.
+    // Parked, or queued for resumption: nothing drives it, so the seal is written here, under the
+    // slot so no decision races it.
     core::error why;
     auto slot = claim_slot(run_id, false, why);
     if (!slot) co_return why;
-    std::string status = "cancelled", reason = "cancelled by request while awaiting approval";
+    std::string status = "cancelled",
+                reason = was_queued ? "cancelled by request while waiting to be resumed"
+                                    : "cancelled by request while awaiting approval";
     auto sealed = co_await options_.journal->async_seal(run_id, status, reason);
     release_slot(run_id);
     if (!sealed) co_return sealed.error();
@@ -791,9 +858,20 @@ asio::awaitable<core::result<std::size_t>> runner::async_resume_all() {
     for (auto const& id : candidates) {
         auto first = co_await options_.journal->async_read(id, 1);
         if (!first || first->empty() || str_at(first->front().body, "mode") != "agent") continue;
-        core::error why;
-        auto slot = claim_slot(id, false, why);
-        if (!slot) continue;
+        // Driven at once while there is room, queued otherwise: thousands of unsealed runs after a
+        // crash must not all call their models and tools in the same instant.
+        std::shared_ptr<run_slot> slot;
+        {
+            std::lock_guard lock(mutex_);
+            if (stopping_) break;
+            if (active_.contains(id) || resume_queue_.contains(id)) continue;
+            if (active_.size() >= options_.max_concurrent_runs || !resume_queue_.empty()) {
+                resume_queue_.insert(id);
+                ++resumed;
+                continue;
+            }
+            slot = insert_slot_locked(id, true);
+        }
         spdlog::info("run {}: resuming from its journal", id);
         spawn(slot);
         ++resumed;

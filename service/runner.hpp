@@ -47,6 +47,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -138,6 +139,7 @@ public:
     boost::asio::awaitable<core::result<run_ticket>> async_start(run_request request);
     boost::asio::awaitable<core::result<run_view>> async_get(std::string run_id);
     // The run once it is no longer running (terminal or awaiting approval), or as it is after `up_to`.
+    // Woken when the run's driver lets go of it, so thousands of waiters cost no polling.
     boost::asio::awaitable<core::result<run_view>> async_wait(std::string run_id, std::chrono::milliseconds up_to);
     // Every journaled run matching the filter (gateway session runs included), cursor-paginated.
     boost::asio::awaitable<core::result<core::run_page>> async_list(core::run_filter filter);
@@ -153,7 +155,9 @@ public:
                                                             approval_decision decision);
 
     // At start-up: every agent run admitted and not sealed is driven again from its journal.
-    // Returns how many were resumed (runs awaiting approval keep waiting and are not counted).
+    // Returns how many were resumed (runs awaiting approval keep waiting and are not counted). At
+    // most max_concurrent_runs are driven at once; the rest wait in a queue and start, in admission
+    // order, as slots free up, ahead of new admissions.
     boost::asio::awaitable<core::result<std::size_t>> async_resume_all();
 
     // No more admissions; runs being driven stop before their next effect, unsealed, to be resumed
@@ -166,6 +170,7 @@ public:
 
     struct run_slot;
     struct drive_result;
+    struct waiter;
 
 private:
     explicit runner(runner_options options);
@@ -173,7 +178,10 @@ private:
     boost::asio::awaitable<core::result<drive_result>> async_drive(std::shared_ptr<run_slot> slot, bool live);
     void spawn(std::shared_ptr<run_slot> slot);
     std::shared_ptr<run_slot> claim_slot(std::string const& run_id, bool count_against_limit, core::error& why);
+    std::shared_ptr<run_slot> insert_slot_locked(std::string const& run_id, bool counted);
+    // Frees the slot, wakes the run's waiters and gives the room to the next queued resume.
     void release_slot(std::string const& run_id);
+    void forget_waiter(std::string const& run_id, std::shared_ptr<waiter> const& w);
     std::string nonce();
     std::uint64_t now_ms() const;
 
@@ -181,6 +189,9 @@ private:
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<run_slot>> active_;  // run id → the run being driven
     std::size_t reserved_ = 0;                                 // admissions under way
+    // Resumed runs waiting for a slot. Run ids are ULIDs, so the first is the one admitted first.
+    std::set<std::string> resume_queue_;
+    std::multimap<std::string, std::shared_ptr<waiter>> waiters_;  // run id → async_wait callers
     bool stopping_ = false;
     core::run_id_generator ids_;
 };

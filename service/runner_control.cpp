@@ -72,6 +72,13 @@ asio::awaitable<core::result<json::object>> runner_control::async_replay(std::st
     co_return o;
 }
 
+asio::awaitable<bool> runner_control::async_wait(std::string run_id, std::chrono::milliseconds up_to) {
+    auto v = co_await runs_->async_wait(std::move(run_id), up_to);
+    // An unknown run or a journal error: the caller reads the journal next and reports it.
+    (void)v;
+    co_return true;
+}
+
 asio::awaitable<core::result<void>> runner_control::async_decide(std::string run_id, std::string effect_key, bool approve,
                                                                  std::string reason, std::string reviewer) {
     approval_decision d{approve, std::move(reason), std::move(reviewer)};

@@ -23,6 +23,8 @@ public:
     boost::asio::awaitable<core::result<void>> async_decide(std::string run_id, std::string effect_key, bool approve,
                                                             std::string reason, std::string reviewer) override;
     std::chrono::seconds retry_after() const override { return runs_->retry_after(); }
+    // The runner wakes the waiter when the run's driver lets go of it: nothing is polled.
+    boost::asio::awaitable<bool> async_wait(std::string run_id, std::chrono::milliseconds up_to) override;
 
 private:
     std::shared_ptr<runner> runs_;

@@ -29,6 +29,8 @@ core::result<std::shared_ptr<core::model_provider>> make_provider(boost::asio::a
     s.http.connect_timeout = std::min(s.http.connect_timeout, pc.deadline);
     s.http.max_retries = pc.max_retries;
     s.http.max_retry_wait = pc.max_retry_wait;
+    s.http.max_connections = pc.max_connections;
+    s.http.pool_size = pc.max_connections;
     s.http.egress = egress;
     auto wire = pc.kind == provider_kind::anthropic ? anthropic_wire() : openai_wire();
     std::shared_ptr<core::model_provider> p = std::make_shared<http_provider>(std::move(exec), std::move(s), std::move(wire));

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <deque>
 #include <ctime>
 
 namespace airlock::service::providers {
@@ -116,6 +117,15 @@ struct http_client::state : std::enable_shared_from_this<state> {
     std::vector<std::string> secrets;
     core::destination dest;
     std::string base_target;  // the base URL's path without a trailing '/'
+    // Requests holding one of opts.max_connections, and those waiting for one, oldest first. Only
+    // touched on the strand.
+    struct turn {
+        explicit turn(asio::strand<asio::any_io_executor> const& s, clock_type::time_point until) : timer(s, until) {}
+        asio::steady_timer timer;
+        bool granted = false;
+    };
+    std::size_t in_flight = 0;
+    std::deque<std::shared_ptr<turn>> waiting;
 
     static mcp::http_pool_options pool_options(http_client_options const& o) {
         mcp::http_pool_options p;
@@ -178,11 +188,47 @@ struct http_client::state : std::enable_shared_from_this<state> {
         return std::min(wait, opts.max_retry_wait);
     }
 
+    // A place among max_connections by `until`; false when none came free in time.
+    asio::awaitable<bool> take_turn(clock_type::time_point until) {
+        if (in_flight < std::max<std::size_t>(opts.max_connections, 1) && waiting.empty()) {
+            ++in_flight;
+            co_return true;
+        }
+        auto t = std::make_shared<turn>(strand, until);
+        waiting.push_back(t);
+        co_await t->timer.async_wait(as_tuple(use_awaitable));
+        if (t->granted) co_return true;
+        std::erase(waiting, t);
+        co_return false;
+    }
+
+    // Hands the place to the oldest waiter, if any.
+    void end_turn() {
+        if (waiting.empty()) {
+            --in_flight;
+            return;
+        }
+        auto next = std::move(waiting.front());
+        waiting.pop_front();
+        next->granted = true;
+        next->timer.cancel();
+    }
+
+    struct turn_guard {
+        std::shared_ptr<state> s;  // a frame destroyed at shutdown may outlive every other owner
+        ~turn_guard() { s->end_turn(); }
+    };
+
     asio::awaitable<core::model_result<json::value>> post_op(std::string path, std::string body) {
         if (auto const& p = pool.setup_problem()) co_return fail(tool_error_kind::unreachable, *p);
         // The gate every tool call passes, so a model endpoint is granted exactly like an upstream.
         if (auto gate = core::destination_gate(opts.egress, dest); !gate)
             co_return fail(tool_error_kind::refused, gate.refusal()->detail + "; nothing was sent");
+        if (!co_await take_turn(clock_type::now() + opts.deadline))
+            co_return fail(tool_error_kind::unreachable,
+                           "no connection to " + where() + " came free within the deadline (" +
+                               std::to_string(opts.max_connections) + " requests in flight); nothing was sent");
+        turn_guard holding{shared_from_this()};
         std::string target = base_target + path;
         unsigned attempts = opts.max_retries + 1;
         for (unsigned attempt = 0;; ++attempt) {

@@ -40,7 +40,12 @@ struct http_client_options {
     std::chrono::milliseconds max_retry_wait{60'000};
     std::chrono::milliseconds retry_backoff{500};  // first wait when no Retry-After is given; doubles
     std::size_t max_body_bytes = 16 * 1024 * 1024;  // a response body
-    std::size_t pool_size = 4;
+    // Requests in flight at once, each on a connection of its own; more wait their turn, in order
+    // of arrival, within their deadline. Thousands of runs asking one provider at the same moment
+    // then share a bounded set of kept-alive connections instead of opening a socket each (a burst
+    // of connects overflows the listener's backlog and ends in connect timeouts).
+    std::size_t max_connections = 256;
+    std::size_t pool_size = 256;  // idle kept-alive connections kept for reuse
 
     // The deployment's egress allowlist: a base_url it does not name is refused before anything is
     // sent, and restricted addresses (loopback, private, metadata) are connected to only when named.

@@ -183,6 +183,30 @@ TEMPLATE_TEST_CASE("concurrent completions through one provider each get their o
     CHECK(f.api.requests() == n);
 }
 
+TEMPLATE_TEST_CASE("concurrent completions beyond max_connections wait their turn on the open connections", "",
+                   openai_api, anthropic_api) {
+    fixture<TestType> f;
+    auto s = f.settings("plain");
+    s.http.max_connections = 2;
+    http_provider p(f.ioc.get_executor(), s, f.wire);
+    constexpr int n = 16;
+    std::vector<std::future<core::model_result<core::completion>>> answers;
+    for (int i = 0; i < n; ++i)
+        answers.push_back(boost::asio::co_spawn(f.ioc, p.async_complete(ask("question " + std::to_string(i))),
+                                                boost::asio::use_future));
+    f.ioc.restart();
+    f.ioc.run();
+    for (int i = 0; i < n; ++i) {
+        auto r = answers[static_cast<std::size_t>(i)].get();
+        INFO(what(r));
+        REQUIRE(r.has_value());
+        CHECK_THAT(r->text, Catch::EndsWith("You said: question " + std::to_string(i)));
+    }
+    auto log = f.api.log();
+    CHECK(log.at("requests").as_array().size() == n);
+    CHECK(log.at("connections").as_int64() <= 2);
+}
+
 TEMPLATE_TEST_CASE("an answer larger than the body limit is malformed, not read to the end", "", openai_api,
                    anthropic_api) {
     fixture<TestType> f;

@@ -146,6 +146,16 @@ TEST_CASE("network settings on a scripted provider are refused") {
     CHECK_THAT(c.problem(), Catch::Contains("providers.demo.base_url applies only to openai and anthropic providers"));
 }
 
+TEST_CASE("a provider's max_connections is read, 256 by default, and must be at least one") {
+    loaded_config c("providers:\n  gpt: {kind: openai, model: m}\n  local: {kind: openai, model: m, max_connections: 8}\n");
+    INFO(c.problem());
+    REQUIRE(c.result);
+    CHECK(c.result->providers[0].max_connections == 256);
+    CHECK(c.result->providers[1].max_connections == 8);
+    loaded_config zero("providers:\n  gpt: {kind: openai, model: m, max_connections: 0}\n");
+    CHECK_THAT(zero.problem(), Catch::Contains("providers.gpt.max_connections is 0"));
+}
+
 TEST_CASE("max_retries above ten is refused") {
     loaded_config c("providers:\n  gpt: {kind: openai, model: m, max_retries: 50}\n");
     CHECK_THAT(c.problem(), Catch::Contains("providers.gpt.max_retries is 50; it must be between 0 and 10"));

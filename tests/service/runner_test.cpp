@@ -547,3 +547,107 @@ turns:
         CHECK(w.state->posts() == 0);
     });
 }
+
+TEST_CASE("at restart, unsealed runs beyond max_concurrent_runs wait their turn ahead of new admissions, and all complete") {
+    world w;
+    // Three runs stuck in a read when the first airlock "crashes".
+    auto in_call = std::make_shared<int>(0);
+    auto box = std::make_shared<core::toolbox>("ledger");
+    REQUIRE(box->add<read_args>("read", {.description = "Hangs.", .mutates = false},
+                                [in_call](read_args) -> asio::awaitable<json::value> {
+                                    ++*in_call;
+                                    asio::steady_timer t(co_await asio::this_coro::executor, 1h);
+                                    co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+                                    co_return json::value(nullptr);
+                                })
+                .has_value());
+    auto stuck = std::make_shared<mcp::tool_router>(world::egress());
+    REQUIRE(stuck->add_route("ledger", box).has_value());
+    auto o = options_for(w, teller(), read_then_say);
+    o.tools = stuck;
+    o.executor = w.ioc.get_executor();
+    auto first = service::runner::make(o).value();
+    std::vector<std::string> ids;
+    for (int i = 0; i < 3; ++i) {
+        auto ticket = asio::co_spawn(w.ioc, first->async_start(ask("what is in AC-1?")), asio::use_future);
+        for (int k = 0; k < 1000 && ticket.wait_for(0s) != std::future_status::ready; ++k) w.ioc.run_one_for(10ms);
+        REQUIRE(ticket.wait_for(0s) == std::future_status::ready);
+        ids.push_back(ticket.get().value().run_id);
+    }
+    for (int k = 0; k < 1000 && *in_call < 3; ++k) w.ioc.run_one_for(10ms);
+    REQUIRE(*in_call == 3);
+
+    // The second airlock drives one run at a time; its model answers once released, so the runs
+    // stay where they are while the test looks.
+    asio::io_context second_ioc;
+    auto held = std::make_shared<held_provider>(script(read_then_say));
+    o.executor = second_ioc.get_executor();
+    o.tools = w.router;
+    o.max_concurrent_runs = 1;
+    o.agents = {{manifest_of(teller()), "demo", held}};
+    auto second = service::runner::make(o).value();
+    auto test = [&]() -> asio::awaitable<void> {
+        auto resumed = co_await second->async_resume_all();
+        REQUIRE(resumed.has_value());
+        CHECK(*resumed == 3);
+        CHECK(second->active_runs() == 1);
+        // A slot that frees up goes to a queued run first.
+        auto req = ask("another");
+        auto refused = co_await second->async_start(req);
+        REQUIRE(refused.has_error());
+        CHECK(refused.error().code == "too_many_runs");
+        held->release();
+        for (auto const& id : ids) {
+            auto done = co_await second->async_wait(id, 30s);
+            REQUIRE(done.has_value());
+            CHECK(done->summary.status == "succeeded");
+            CHECK(second->active_runs() <= 1);
+        }
+        CHECK(*w.reads == 3);
+        CHECK(second->active_runs() == 0);
+        auto later = co_await second->async_start(req);
+        CHECK(later.has_value());
+        if (later) co_await second->async_wait(later->run_id, 30s);
+    };
+    auto done = asio::co_spawn(second_ioc, test(), asio::use_future);
+    second_ioc.run();
+    done.get();
+}
+
+TEST_CASE("cancelling a run queued for resumption seals it cancelled without driving it") {
+    world w;
+    auto entered = std::make_shared<bool>(false);
+    auto o = options_for(w, teller(), read_then_say);
+    o.tools = hanging<read_args>("read", false, entered);
+    auto queued_id = crash_in_call(w, o, entered, ask("what is in AC-1?"));
+
+    // The second airlock's only slot is taken by a run that waits for its model.
+    asio::io_context second_ioc;
+    auto held = std::make_shared<held_provider>(script(read_then_say));
+    o.executor = second_ioc.get_executor();
+    o.tools = w.router;
+    o.max_concurrent_runs = 1;
+    o.agents = {{manifest_of(teller()), "demo", held}};
+    auto second = service::runner::make(o).value();
+    auto test = [&]() -> asio::awaitable<void> {
+        auto req = ask("first");
+        auto busy = co_await second->async_start(req);
+        REQUIRE(busy.has_value());
+        auto resumed = co_await second->async_resume_all();
+        REQUIRE(resumed.has_value());
+        CHECK(*resumed == 1);
+        auto cancelled = co_await second->async_cancel(queued_id);
+        CHECK(cancelled.has_value());
+        auto view = co_await second->async_wait(queued_id, 30s);
+        REQUIRE(view.has_value());
+        CHECK(view->summary.status == "cancelled");
+        CHECK(view->reason == "cancelled by request while waiting to be resumed");
+        held->release();
+        auto other = co_await second->async_wait(busy->run_id, 30s);
+        CHECK(other->summary.status == "succeeded");
+        CHECK(*w.reads == 1);  // the busy run's read; the cancelled one never ran again
+    };
+    auto done = asio::co_spawn(second_ioc, test(), asio::use_future);
+    second_ioc.run();
+    done.get();
+}
