@@ -34,11 +34,12 @@
 //
 // Deviations from `airlock serve`: the tool schemas shown to the model come from the in-process
 // toolbox for both kinds (serve's catalogue lists the upstream's tools once per run). The in-process
-// ledger is the bench's own small toolbox (the same two tools as examples/ledger/server.mjs).
+// ledger is examples/ledger/ledger_toolbox.hpp, the typed twin of examples/ledger/server.mjs.
 
 #include "core/manifest.hpp"
 #include "core/provenance.hpp"
 #include "core/toolbox.hpp"
+#include "examples/ledger/ledger_toolbox.hpp"
 #include "mcp/client.hpp"
 #include "mcp/router.hpp"
 #include "mcp/stdio_transport.hpp"
@@ -230,52 +231,6 @@ private:
 
 // ---- the agent and its tools ------------------------------------------------------------------
 
-struct read_args {
-    std::string account;
-    static constexpr core::field_doc field_docs[] = {{"account", "The account, e.g. AC-1."}};
-};
-BOOST_DESCRIBE_STRUCT(read_args, (), (account))
-
-struct post_args {
-    std::string account;
-    std::int64_t amount = 0;
-    static constexpr core::field_doc field_docs[] = {{"account", "The account, e.g. AC-1."},
-                                                     {"amount", "The amount, in minor units."}};
-};
-BOOST_DESCRIBE_STRUCT(post_args, (), (account, amount))
-
-// The ledger of examples/ledger/server.mjs, in process: balances in memory, calls counted.
-struct ledger_state {
-    std::mutex mutex;
-    std::map<std::string, std::int64_t> balances{{"AC-1", 42}};
-    std::atomic<std::size_t> calls{0};
-};
-
-std::shared_ptr<core::toolbox> ledger_box(std::shared_ptr<ledger_state> state) {
-    auto box = std::make_shared<core::toolbox>("ledger");
-    auto read = box->add<read_args>(
-        "read", {.description = "Read a ledger account's balance.", .mutates = false},
-        [state](read_args a) -> core::tool_result<json::value> {
-            ++state->calls;
-            std::lock_guard lock(state->mutex);
-            auto it = state->balances.find(a.account);
-            if (it == state->balances.end())
-                return core::tool_error{core::tool_error_kind::tool_failed, "", "no account " + a.account};
-            return json::value(json::object{{"account", a.account}, {"balance", it->second}});
-        });
-    auto post = box->add<post_args>(
-        "post", {.description = "Post an amount (minor units) to an account."},
-        [state](post_args a) -> json::value {
-            ++state->calls;
-            std::lock_guard lock(state->mutex);
-            auto& balance = state->balances[a.account];
-            balance += a.amount;
-            return json::object{{"account", a.account}, {"posted", a.amount}, {"balance", balance}};
-        });
-    if (!read || !post) throw std::runtime_error("the bench's ledger toolbox does not build");
-    return box;
-}
-
 // Like examples/teller.yaml, except that the post's account may come from this model (whose
 // output is labelled with what it read): every run makes all three calls.
 constexpr char manifest_yaml[] = R"(apiVersion: airlock/v1
@@ -367,8 +322,8 @@ row measure(settings const& s, std::string const& kind, int n) {
     auto provider = std::make_shared<service::providers::http_provider>(ioc.get_executor(), ps,
                                                                          service::providers::openai_wire());
 
-    auto state = std::make_shared<ledger_state>();
-    auto box = ledger_box(state);
+    auto state = std::make_shared<examples::ledger_state>();
+    auto box = examples::make_ledger_toolbox(state);
     std::shared_ptr<mcp::mcp_client> upstream;
     auto router = std::make_shared<mcp::tool_router>(egress);
     if (kind == "stdio") {
@@ -486,7 +441,7 @@ row measure(settings const& s, std::string const& kind, int n) {
     out.peak_anon_kib = anon.finish();
     out.model_requests = api.requests();
     out.model_peak_connections = api.peak_connections();
-    out.tool_calls = state->calls;
+    out.tool_calls = state->reads() + state->posts();
 
     // Strict replay of every run that ended, one after another, bounded like the runs.
     auto replay = [&]() -> asio::awaitable<void> {
@@ -507,7 +462,7 @@ row measure(settings const& s, std::string const& kind, int n) {
     };
     on_ioc(replay());
     out.end_file_kib = status_kib("RssFile");
-    if (kind == "inproc") out.tool_calls = state->calls;
+    if (kind == "inproc") out.tool_calls = state->reads() + state->posts();
 
     if (upstream) on_ioc(upstream->async_close());
     runner->stop();

@@ -553,8 +553,8 @@ TEST_CASE("at restart, unsealed runs beyond max_concurrent_runs wait their turn 
     // Three runs stuck in a read when the first airlock "crashes".
     auto in_call = std::make_shared<int>(0);
     auto box = std::make_shared<core::toolbox>("ledger");
-    REQUIRE(box->add<read_args>("read", {.description = "Hangs.", .mutates = false},
-                                [in_call](read_args) -> asio::awaitable<json::value> {
+    REQUIRE(box->add<examples::ledger_read_args>("read", {.description = "Hangs.", .mutates = false},
+                                [in_call](examples::ledger_read_args) -> asio::awaitable<json::value> {
                                     ++*in_call;
                                     asio::steady_timer t(co_await asio::this_coro::executor, 1h);
                                     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -603,7 +603,7 @@ TEST_CASE("at restart, unsealed runs beyond max_concurrent_runs wait their turn 
             CHECK(done->summary.status == "succeeded");
             CHECK(second->active_runs() <= 1);
         }
-        CHECK(*w.reads == 3);
+        CHECK(w.state->reads() == 3);
         CHECK(second->active_runs() == 0);
         auto later = co_await second->async_start(req);
         CHECK(later.has_value());
@@ -618,7 +618,7 @@ TEST_CASE("cancelling a run queued for resumption seals it cancelled without dri
     world w;
     auto entered = std::make_shared<bool>(false);
     auto o = options_for(w, teller(), read_then_say);
-    o.tools = hanging<read_args>("read", false, entered);
+    o.tools = hanging<examples::ledger_read_args>("read", false, entered);
     auto queued_id = crash_in_call(w, o, entered, ask("what is in AC-1?"));
 
     // The second airlock's only slot is taken by a run that waits for its model.
@@ -645,7 +645,7 @@ TEST_CASE("cancelling a run queued for resumption seals it cancelled without dri
         held->release();
         auto other = co_await second->async_wait(busy->run_id, 30s);
         CHECK(other->summary.status == "succeeded");
-        CHECK(*w.reads == 1);  // the busy run's read; the cancelled one never ran again
+        CHECK(w.state->reads() == 1);  // the busy run's read; the cancelled one never ran again
     };
     auto done = asio::co_spawn(second_ioc, test(), asio::use_future);
     second_ioc.run();
