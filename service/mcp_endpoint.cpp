@@ -2,6 +2,7 @@
 
 #include "mcp/era.hpp"
 #include "mcp/mrtr.hpp"
+#include "service/mrtr_rounds.hpp"
 #include "core/sha256.hpp"
 #include "mcp/sse.hpp"
 #include "service/request_observer.hpp"
@@ -253,32 +254,14 @@ struct outgoing {
 };
 
 using event_channel = asio::experimental::concurrent_channel<void(error_code, outgoing)>;
-using answer_channel = asio::experimental::concurrent_channel<void(error_code, std::shared_ptr<mcp::handler_result>)>;
+using answer_channel = mrtr_rounds::answer_channel;
+using mrtr_rounds::input_state;
 
 struct session;
 
 // Modern (2026-07-28) requests reach their client only through InputRequiredResults (MRTR): the
 // request keeps running while the client answers, and a retry carrying the answers and the
-// requestState continues it. Guarded by impl::mutex.
-struct input_state {
-    struct question {
-        std::string method;
-        json::object params;
-        std::shared_ptr<answer_channel> answer;
-    };
-    std::map<std::string, question> open;  // key → a question the client has not answered yet
-    std::optional<json::object> prefill;   // inputResponses sent with the first attempt (no requestState)
-    std::uint64_t next_key = 1;
-    std::uint64_t round = 0;               // InputRequiredResults issued so far
-    std::string pending_id;                // the key of pending_inputs once parked
-    std::string digest;                    // mrtr::request_digest of the original request
-    mcp::request_id reply_id;              // the id the next reply carries: the latest attempt's
-    bool marker_queued = false;            // an input_required marker is on its way to the reader
-    bool parked = false;                   // an InputRequiredResult went out; no reader until the retry
-    bool final_sent = false;               // the backend's result went to a reader
-    std::optional<mcp::handler_result> parked_final;  // the result, when it came while parked
-    std::shared_ptr<asio::steady_timer> expiry;
-};
+// requestState continues it (service/mrtr_rounds.hpp). Its input_state is guarded by impl::mutex.
 
 // One client request being served.
 struct exchange {
@@ -409,18 +392,11 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     impl(std::shared_ptr<mcp::server_backend> b, mcp_endpoint_options o) : backend(std::move(b)), options(std::move(o)) {
         configure(options.listen_host, options.listen_port, options.unix_socket);
-        // A fresh key per process: requestStates are only good where their request is pending.
-        std::array<std::uint8_t, 32> key{};
-        random_bytes(key.data(), key.size());
-        sealer.emplace(key);
+        sealer.emplace(mrtr_rounds::fresh_sealer(options.random));
     }
 
-    void random_bytes(std::uint8_t* out, std::size_t n) const {
-        if (options.random) {
-            options.random(out, n);
-        } else if (RAND_bytes(out, static_cast<int>(n)) != 1) {
-            throw std::runtime_error("RAND_bytes failed");
-        }
+    mrtr_rounds::limits input_limits() const {
+        return {options.input_request_ttl, options.max_pending_inputs, options.max_questions};
     }
 
     void configure(std::string const& host, std::uint16_t port, bool unix_socket) {
@@ -644,9 +620,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 }
                 co_return mcp::handler_result(mcp_rules::missing_client_capability(*cap));
             }
-            if (!mcp::mrtr::allows_input_required(ex->method))
-                co_return refuse(method + " cannot be asked during " + ex->method +
-                                 ": protocol 2026-07-28 asks clients only during tools/call, prompts/get and resources/read");
+            if (auto why = mrtr_rounds::cannot_ask(method, ex->method)) co_return refuse(std::move(*why));
             co_return co_await async_ask_modern(std::move(self), std::move(ex), std::move(method), std::move(params));
         }
         auto s = ex->owner.lock();
@@ -688,12 +662,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         auto refuse = [](std::string why) {
             return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, std::move(why), std::nullopt});
         };
-        auto hint = mcp::mrtr::take_key_hint(params);
-        auto cap = mcp_rules::client_capability_for(method);
         auto answer = std::make_shared<answer_channel>(ex->exec, 1);
-        std::string key;
-        std::optional<json::object> ahead;
-        bool send_marker = false;
+        mrtr_rounds::filed f;
         {
             std::lock_guard lock(self->mutex);
             if (ex->gone || ex->cancelled) co_return refuse("the client can no longer be asked (the request ended)");
@@ -702,31 +672,13 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 ex->input->reply_id = ex->id;
                 ex->input->prefill = std::move(ex->mrtr_prefill);
             }
-            auto& in = *ex->input;
-            if (hint && !in.open.contains(*hint)) {
-                key = *hint;
-            } else {
-                do key = std::string(cap ? *cap : "input") + "-" + std::to_string(in.next_key++);
-                while (in.open.contains(key));
-            }
-            if (in.prefill) {
-                if (auto it = in.prefill->find(key); it != in.prefill->end()) {
-                    // An answer the client gave ahead of the question counts when it fits; one that
-                    // does not is dropped and the question asked properly.
-                    if (!mcp::mrtr::check_input_response(method, it->value(), key)) ahead = it->value().as_object();
-                    in.prefill->erase(it);
-                }
-            }
-            if (!ahead) {
-                if (in.open.size() >= self->options.max_questions)
-                    co_return refuse("too many questions to the client are open in this request");
-                in.open[key] = input_state::question{method, std::move(params), answer};
-                if (!in.marker_queued) send_marker = in.marker_queued = true;
-            }
+            f = mrtr_rounds::file_question(*ex->input, method, std::move(params), answer, self->input_limits());
         }
-        if (ahead) co_return mcp::handler_result(std::move(*ahead));
+        if (f.refused) co_return refuse(std::move(*f.refused));
+        if (f.ahead) co_return mcp::handler_result(std::move(*f.ahead));
+        auto const& key = f.key;
         spdlog::debug("mcp: {} {} asks the client {} as input request '{}'", ex->method, ex->key, method, key);
-        if (send_marker) {
+        if (f.schedule_round) {
             outgoing o;
             o.input_required = true;
             co_await ex->events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
@@ -734,9 +686,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         auto [rec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
         {
             std::lock_guard lock(self->mutex);
-            if (ex->input)
-                if (auto it = ex->input->open.find(key); it != ex->input->open.end() && it->second.answer == answer)
-                    ex->input->open.erase(it);
+            if (ex->input) mrtr_rounds::forget_question(*ex->input, key, answer);
         }
         if (rec || !result) co_return refuse("the client did not answer: the request was cancelled or its requestState lapsed");
         co_return std::move(*result);
@@ -968,36 +918,20 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         {
             std::lock_guard lock(mutex);
             auto& in = *ex->input;
-            in.marker_queued = false;
+            in.round_due = false;
             if (in.final_sent || in.open.empty() || ex->cancelled || ex->gone) co_return std::nullopt;
-            if (in.pending_id.empty()) {
-                if (pending_inputs.size() >= options.max_pending_inputs) {
-                    full = true;
-                } else {
-                    std::uint8_t b[16];
-                    random_bytes(b, sizeof b);
-                    in.pending_id = core::to_hex(b, sizeof b);
-                    in.digest = mcp::mrtr::request_digest(ex->method, ex->mrtr_params ? *ex->mrtr_params : json::object{});
-                    ex->mrtr_params.reset();
-                }
-            }
-            if (!full) {
-                json::object requests;
-                for (auto const& [key, q] : in.open) requests[key] = json::object{{"method", q.method}, {"params", q.params}};
-                ++in.round;
-                auto lapse = std::chrono::ceil<std::chrono::seconds>(options.input_request_ttl);
-                auto expires = std::chrono::duration_cast<std::chrono::seconds>(
-                                   std::chrono::system_clock::now().time_since_epoch() + lapse).count();
-                mcp::mrtr::request_state st{in.pending_id, in.round, expires};
-                auto state = sealer->seal(st, ex->ctx.principal, in.digest);
-                in.parked = true;
+            auto result = mrtr_rounds::issue_round(in, *sealer, ex->ctx.principal, ex->method,
+                                                   ex->mrtr_params ? *ex->mrtr_params : json::object{}, pending_inputs.size(),
+                                                   input_limits(), options.random);
+            full = !result;
+            if (result) {
+                ex->mrtr_params.reset();
                 ex->parked = true;
                 pending_inputs[in.pending_id] = ex;
                 in.expiry = std::make_shared<asio::steady_timer>(ex->exec, options.input_request_ttl);
                 auto expire = async_expire(shared_from_this(), ex, in.expiry, in.round);
                 asio::co_spawn(ex->exec, std::move(expire), asio::detached);
-                auto result = mcp::mrtr::input_required_result(std::move(requests), std::move(state));
-                out = final_message(mcp::era::modern, ex->method, in.reply_id, std::move(result));
+                out = final_message(mcp::era::modern, ex->method, in.reply_id, std::move(*result));
                 spdlog::info("mcp: {} {} of '{}' waits for {} answer(s) from the client (round {})", ex->method, ex->key,
                              ex->ctx.principal, in.open.size(), in.round);
             }
@@ -1026,9 +960,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         {
             std::lock_guard lock(self->mutex);
             auto& in = *ex->input;
-            if (!in.parked || in.round != round) co_return;
+            if (!mrtr_rounds::lapse(in, round)) co_return;
             self->pending_inputs.erase(in.pending_id);
-            in.parked_final.reset();
         }
         spdlog::info("mcp: {} {} of '{}': no retry came with the answers in time; cancelled", ex->method, ex->key,
                      ex->ctx.principal);
@@ -1043,68 +976,30 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
                              mcp::rpc_code::invalid_params, "Invalid params: " + std::move(why), v);
         };
-        auto const& params = *r.params;
-        auto const& text = params.at("requestState");
-        if (!text.is_string()) co_return refuse("params.requestState must be a string");
-        auto digest = mcp::mrtr::request_digest(r.method, params);
-        auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-        auto st = sealer->open(text.get_string(), principal, digest, now);
+        auto st = mrtr_rounds::open_retry(*sealer, r, principal);
         if (!st) co_return refuse(st.error().message);
 
         std::shared_ptr<exchange> ex;
-        std::vector<std::pair<std::shared_ptr<answer_channel>, json::object>> answers;
-        std::optional<mcp::handler_result> done;
-        bool marker = false;
+        std::optional<mrtr_rounds::resumed> go;
         {
             std::lock_guard lock(mutex);
             auto it = pending_inputs.find(st->pending);
             if (it == pending_inputs.end())
-                co_return refuse("params.requestState refers to a request that is no longer pending (it ended, "
-                                 "was cancelled or lapsed); send the request again without it");
+                co_return refuse(std::string(mrtr_rounds::no_longer_pending));
             ex = it->second;
-            auto& in = *ex->input;
-            if (!in.parked || in.round != st->round)
-                co_return refuse("params.requestState is stale: a later round of this request was issued, or "
-                                 "another retry is using it");
-            // Every answer is checked before any is given: a bad one leaves the round as it was.
-            if (responses)
-                for (auto const& [key, q] : in.open)
-                    if (auto const* a = responses->if_contains(key))
-                        if (auto why = mcp::mrtr::check_input_response(q.method, *a, "params.inputResponses." + std::string(key)))
-                            co_return refuse(*why);
-            in.parked = false;
+            auto step = mrtr_rounds::resume(*ex->input, st->round, responses, r.id);
+            if (!step) co_return refuse(step.error().message);
             ex->parked = false;
-            in.reply_id = r.id;
-            if (in.expiry) in.expiry->cancel();
-            if (responses)
-                for (auto q = in.open.begin(); q != in.open.end();) {
-                    auto const* a = responses->if_contains(q->first);
-                    if (!a) {
-                        ++q;
-                        continue;
-                    }
-                    answers.emplace_back(q->second.answer, a->as_object());
-                    q = in.open.erase(q);
-                }
-            if (in.parked_final) {
-                done = std::move(in.parked_final);
-                in.parked_final.reset();
-                pending_inputs.erase(it);
-            } else if (!in.open.empty() && !in.marker_queued) {
-                // Questions left unanswered are asked again in the next round (with any new ones).
-                in.marker_queued = true;
-                marker = true;
-            }
+            if (step->done) pending_inputs.erase(it);
+            go = std::move(*step);
         }
-        if (marker) {
+        if (go->schedule_round) {
             outgoing o;
             o.input_required = true;
             ex->events.try_send(error_code{}, std::move(o));
         }
-        for (auto& [channel, answer] : answers) {
-            auto result = std::make_shared<mcp::handler_result>(std::move(answer));
-            channel->try_send(error_code{}, std::move(result));
-        }
+        mrtr_rounds::hand_over(*go);
+        auto& done = go->done;
         if (done) {
             auto o = final_message(mcp::era::modern, ex->method, r.id, std::move(*done));
             co_return rpc_json(o.status, std::move(o.json), v);
@@ -1399,20 +1294,13 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             co_return rpc_json(200, mcp::serialize(mcp::response{r.id, mcp_rules::discover_result(*backend, principal)}), v);
         if (r.method == "subscriptions/listen") co_return co_await listen(v, r, principal);
 
-        std::optional<json::object> prefill;
-        if (mcp::mrtr::allows_input_required(r.method) && r.params &&
-            (r.params->contains("inputResponses") || r.params->contains("requestState"))) {
-            auto responses = mcp::mrtr::input_responses_of(*r.params);
-            if (!responses)
-                co_return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
-                                    mcp::rpc_code::invalid_params, "Invalid params: " + responses.error().message, v);
-            if (r.params->contains("requestState")) co_return co_await resume(v, r, principal, std::move(*responses));
-            // No requestState: a first attempt, whose answers count for the questions they name.
-            prefill = std::move(*responses);
-            r.params->erase("inputResponses");
-        }
+        auto attempt = mrtr_rounds::read_attempt(r);
+        if (!attempt)
+            co_return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
+                                mcp::rpc_code::invalid_params, "Invalid params: " + attempt.error().message, v);
+        if (attempt->retry) co_return co_await resume(v, r, principal, std::move(attempt->responses));
         request_setup setup{principal, mcp::era::modern, meta->protocol_version, meta->client_capabilities, nullptr,
-                            std::move(prefill), std::nullopt};
+                            std::move(attempt->responses), std::nullopt};
         if (r.method == mcp::method::tools_call) {
             // The backend knows the called tool's x-mcp-header parameters; these are what it checks.
             mcp::http_headers params;

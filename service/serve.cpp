@@ -862,6 +862,7 @@ int run_stdio(std::vector<std::string> const& args) {
     }
     stdio_endpoint_options so;
     so.principal = *principal;
+    so.input_request_ttl = c->server.input_request_ttl;
     auto task = [&]() -> asio::awaitable<void> {
         co_await async_serve_stdio(sc->gw, so);
         for (auto const& client : sc->clients) co_await client->async_close();

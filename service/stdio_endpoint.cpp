@@ -4,6 +4,7 @@
 #include "mcp/jsonrpc.hpp"
 #include "mcp/messages.hpp"
 #include "service/mcp_endpoint.hpp"
+#include "service/mrtr_rounds.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -40,25 +41,38 @@ using error_code = boost::system::error_code;
 namespace {
 
 using line_channel = asio::experimental::concurrent_channel<void(error_code, std::string)>;
-using answer_channel = asio::experimental::concurrent_channel<void(error_code, std::shared_ptr<mcp::handler_result>)>;
+using answer_channel = mrtr_rounds::answer_channel;
 
 // One client request being served.
 struct stdio_request {
     mcp::request_context ctx;
     asio::cancellation_signal cancel;
     std::string method;
+    std::string key;  // its entry in in_flight: the latest attempt's id text
     bool cancelled = false;
     std::vector<std::int64_t> asks;  // questions it has put to the client and is waiting on
     // Modern: a capability the request turned out to need that the client did not declare; the
     // request then ends with -32021 whatever the backend makes of the refusal.
     std::optional<std::string> missing_capability;
+    // Modern requests that may end in an InputRequiredResult: the request's params (the
+    // requestState is bound to them), answers sent ahead, and the MRTR state once the backend asks.
+    mcp::request_id id;
+    std::optional<json::object> mrtr_params;
+    std::optional<json::object> mrtr_prefill;
+    std::unique_ptr<mrtr_rounds::input_state> input;
+    bool parked() const { return input && input->parked; }
 };
 
 // Everything below is touched only on `exec` (a strand), except `outbox`, which backend
 // listeners may feed from any thread.
 struct stdio_state : std::enable_shared_from_this<stdio_state> {
     stdio_state(std::shared_ptr<mcp::server_backend> b, stdio_endpoint_options o, asio::any_io_executor ex)
-        : backend(std::move(b)), options(std::move(o)), exec(ex), outbox(ex, 256), idle(ex) {}
+        : backend(std::move(b)),
+          options(std::move(o)),
+          exec(ex),
+          outbox(ex, 256),
+          sealer(mrtr_rounds::fresh_sealer(options.random)),
+          idle(ex) {}
 
     std::shared_ptr<mcp::server_backend> backend;
     stdio_endpoint_options options;
@@ -76,6 +90,8 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     std::map<std::int64_t, std::shared_ptr<answer_channel>> asks;
     std::int64_t next_ask = 1;
     std::map<std::string, std::uint64_t> subscriptions;  // listen request id text → listener
+    mcp::mrtr::state_sealer sealer;  // a fresh key per process: a requestState is good only here
+    std::map<std::string, std::shared_ptr<stdio_request>> pending_inputs;  // parked MRTR requests by pending id
     std::size_t running = 0;
     asio::steady_timer idle;  // cancelled when the last running request finishes
     bool closing = false;
@@ -97,6 +113,10 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                 asks.erase(it);
             }
         rq.asks.clear();
+        if (rq.input) {
+            for (auto& [key, q] : rq.input->open) q.answer->try_send(asio::error::operation_aborted, nullptr);
+            rq.input->open.clear();
+        }
     }
 
     void cancel(stdio_request& rq) {
@@ -128,7 +148,8 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                                               mcp::notification n) {
         auto self = w.lock();
         auto rq = wr.lock();
-        if (!self || !rq || rq->cancelled) co_return;
+        // A parked request has no caller until its retry: what it says meanwhile is dropped.
+        if (!self || !rq || rq->cancelled || rq->parked()) co_return;
         mcp::message m = std::move(n);
         co_await self->send_line(m);
     }
@@ -148,7 +169,8 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                 rq->missing_capability = std::string(*cap);
                 co_return mcp::handler_result(mcp_rules::missing_client_capability(*cap));
             }
-            co_return refuse("2026-07-28 clients are asked through input requests (MRTR), which airlock does not relay");
+            if (auto why = mrtr_rounds::cannot_ask(method, rq->method)) co_return refuse(std::move(*why));
+            co_return co_await async_ask_modern(std::move(self), std::move(rq), std::move(method), std::move(params));
         }
         if (auto cap = mcp_rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap))
             co_return mcp::handler_result(mcp::error_object{
@@ -167,10 +189,114 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         co_return std::move(*result);
     }
 
+    mrtr_rounds::limits input_limits() const {
+        return {options.input_request_ttl, options.max_pending_inputs, options.max_questions};
+    }
+
+    // A question during a modern request becomes an input request of the request's next
+    // InputRequiredResult; the answer comes with the retry (or came ahead, in inputResponses).
+    static asio::awaitable<mcp::handler_result> async_ask_modern(std::shared_ptr<stdio_state> self,
+                                                                 std::shared_ptr<stdio_request> rq, std::string method,
+                                                                 json::object params) {
+        if (!rq->input) {
+            rq->input = std::make_unique<mrtr_rounds::input_state>();
+            rq->input->reply_id = rq->id;
+            rq->input->prefill = std::move(rq->mrtr_prefill);
+        }
+        auto answer = std::make_shared<answer_channel>(self->exec, 1);
+        auto f = mrtr_rounds::file_question(*rq->input, method, std::move(params), answer, self->input_limits());
+        if (f.refused) co_return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, *f.refused, std::nullopt});
+        if (f.ahead) co_return mcp::handler_result(std::move(*f.ahead));
+        spdlog::debug("stdio: {} {} asks the client {} as input request '{}'", rq->method, rq->key, method, f.key);
+        if (f.schedule_round) self->schedule_round(rq);
+        auto [ec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
+        mrtr_rounds::forget_question(*rq->input, f.key, answer);
+        if (ec || !result)
+            co_return mcp::handler_result(mcp::error_object{
+                mcp::rpc_code::internal_error, "the client did not answer: the request was cancelled or its requestState lapsed",
+                std::nullopt});
+        co_return std::move(*result);
+    }
+
+    void schedule_round(std::shared_ptr<stdio_request> const& rq) {
+        auto task = end_round(shared_from_this(), rq);
+        asio::co_spawn(exec, std::move(task), asio::detached);
+    }
+
+    // Answers the request with an InputRequiredResult carrying what it has asked, unless it
+    // finished or ended meanwhile; it is parked until the retry.
+    static asio::awaitable<void> end_round(std::shared_ptr<stdio_state> self, std::shared_ptr<stdio_request> rq) {
+        // Questions an upstream asks together (concurrent requests) belong in one round.
+        asio::steady_timer gather(self->exec, self->options.input_gather);
+        co_await gather.async_wait(as_tuple(use_awaitable));
+        auto& in = *rq->input;
+        in.round_due = false;
+        if (in.final_sent || in.open.empty() || rq->cancelled || self->closing) co_return;
+        auto result = mrtr_rounds::issue_round(in, self->sealer, rq->ctx.principal, rq->method,
+                                               rq->mrtr_params ? *rq->mrtr_params : json::object{},
+                                               self->pending_inputs.size(), self->input_limits(), self->options.random);
+        if (!result) {
+            spdlog::warn("stdio: {} requests already wait for client input; {} {} refused", self->options.max_pending_inputs,
+                         rq->method, rq->key);
+            mcp::message refused = mcp::make_error_response(in.reply_id, mcp::rpc_code::internal_error,
+                                                            "too many requests are waiting for client input; retry later");
+            self->cancel(*rq);
+            co_await self->send_line(refused);
+            co_return;
+        }
+        rq->mrtr_params.reset();
+        self->pending_inputs[in.pending_id] = rq;
+        // The attempt is answered: its id is free again, and only the retry's id names the request.
+        if (auto it = self->in_flight.find(rq->key); it != self->in_flight.end() && it->second == rq) self->in_flight.erase(it);
+        in.expiry = std::make_shared<asio::steady_timer>(self->exec, self->options.input_request_ttl);
+        auto expire = async_expire(self, rq, in.expiry, in.round);
+        asio::co_spawn(self->exec, std::move(expire), asio::detached);
+        spdlog::info("stdio: {} {} of '{}' waits for {} answer(s) from the client (round {})", rq->method, rq->key,
+                     rq->ctx.principal, in.open.size(), in.round);
+        auto reply = reply_of(mcp::era::modern, rq->method, in.reply_id, std::move(*result));
+        co_await self->send_line(reply);
+    }
+
+    // A parked request whose requestState lapsed unanswered is cancelled (so is its upstream call).
+    static asio::awaitable<void> async_expire(std::shared_ptr<stdio_state> self, std::shared_ptr<stdio_request> rq,
+                                              std::shared_ptr<asio::steady_timer> timer, std::uint64_t round) {
+        auto [ec] = co_await timer->async_wait(as_tuple(use_awaitable));
+        if (ec || !mrtr_rounds::lapse(*rq->input, round)) co_return;
+        self->pending_inputs.erase(rq->input->pending_id);
+        spdlog::info("stdio: {} {} of '{}': no retry came with the answers in time; cancelled", rq->method, rq->key,
+                     rq->ctx.principal);
+        self->cancel(*rq);
+    }
+
+    // A retry carrying a requestState: the answers go to the waiting questions, and the parked
+    // request goes on under the retry's id.
+    void resume(mcp::request const& r, std::optional<json::object> const& responses) {
+        auto refuse = [&](std::string const& why) {
+            post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + why));
+        };
+        auto st = mrtr_rounds::open_retry(sealer, r, options.principal);
+        if (!st) return refuse(st.error().message);
+        auto it = pending_inputs.find(st->pending);
+        if (it == pending_inputs.end()) return refuse(std::string(mrtr_rounds::no_longer_pending));
+        auto rq = it->second;
+        auto step = mrtr_rounds::resume(*rq->input, st->round, responses, r.id);
+        if (!step) return refuse(step.error().message);
+        if (step->done) {
+            pending_inputs.erase(it);
+        } else {
+            rq->key = mcp::to_string(r.id);
+            in_flight[rq->key] = rq;
+        }
+        if (step->schedule_round) schedule_round(rq);
+        mrtr_rounds::hand_over(*step);
+        if (!step->done) return;
+        // It finished while parked: this retry gets its result.
+        post_line(reply_of(mcp::era::modern, rq->method, r.id, std::move(*step->done)));
+    }
+
     static asio::awaitable<void> run_request(std::shared_ptr<stdio_state> self, std::shared_ptr<stdio_request> rq,
                                              mcp::request r) {
         auto id = r.id;
-        auto key = mcp::to_string(id);
         mcp::handler_result result = mcp::error_object{mcp::rpc_code::internal_error, "Internal error", std::nullopt};
         try {
             result = co_await self->backend->async_handle(std::move(r), rq->ctx);
@@ -186,25 +312,47 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                 result = std::move(err);
             }
         }
-        if (auto it = self->in_flight.find(key); it != self->in_flight.end() && it->second == rq) self->in_flight.erase(it);
-        // A cancelled request gets no response (the cancellation rules of both eras).
-        if (!rq->cancelled && !self->closing) {
-            mcp::message reply = mcp::error_response{id, mcp::error_object{}};
-            if (result) {
-                auto obj = std::move(*result);
-                if (rq->ctx.client_era == mcp::era::modern) mcp_rules::decorate_modern_result(rq->method, obj);
-                reply = mcp::response{id, std::move(obj)};
+        if (auto it = self->in_flight.find(rq->key); it != self->in_flight.end() && it->second == rq) self->in_flight.erase(it);
+        bool parked = false;
+        if (rq->input) {
+            // After a round of questions the reply carries the latest attempt's id; while parked
+            // the result waits for the retry.
+            auto& in = *rq->input;
+            in.final_sent = true;
+            parked = in.parked;
+            if (parked) {
+                in.parked_final = std::move(result);
             } else {
-                reply = mcp::error_response{id, std::move(result.error())};
+                id = in.reply_id;
+                if (!in.pending_id.empty()) self->pending_inputs.erase(in.pending_id);
             }
+        }
+        // A cancelled request gets no response (the cancellation rules of both eras).
+        if (!parked && !rq->cancelled && !self->closing) {
+            auto reply = reply_of(rq->ctx.client_era, rq->method, id, std::move(result));
             co_await self->send_line(reply);
         }
         if (--self->running == 0) self->idle.cancel();
     }
 
-    void start_request(mcp::request r, mcp::era e, std::string version, json::object caps) {
+    // The response that ends a request, as its era writes it.
+    static mcp::message reply_of(mcp::era e, std::string const& method, mcp::request_id const& id, mcp::handler_result result) {
+        if (!result) return mcp::error_response{id, std::move(result.error())};
+        auto obj = std::move(*result);
+        if (e == mcp::era::modern) mcp_rules::decorate_modern_result(method, obj);
+        return mcp::response{id, std::move(obj)};
+    }
+
+    void start_request(mcp::request r, mcp::era e, std::string version, json::object caps,
+                       std::optional<json::object> prefill = std::nullopt) {
         auto rq = std::make_shared<stdio_request>();
         rq->method = r.method;
+        rq->key = mcp::to_string(r.id);
+        if (e == mcp::era::modern && mcp::mrtr::allows_input_required(r.method)) {
+            rq->id = r.id;
+            rq->mrtr_params = r.params ? *r.params : json::object{};
+            rq->mrtr_prefill = std::move(prefill);
+        }
         auto& ctx = rq->ctx;
         ctx.principal = options.principal;
         ctx.session_id = e == mcp::era::legacy ? session_id : std::string();
@@ -218,7 +366,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         std::weak_ptr<stdio_request> wr = rq;
         ctx.notify = [ws, wr](mcp::notification n) { return async_notify(ws, wr, std::move(n)); };
         ctx.ask_client = [ws, wr](std::string m, json::object p) { return async_ask(ws, wr, std::move(m), std::move(p)); };
-        in_flight[ctx.request_id_text] = rq;
+        in_flight[rq->key] = rq;
         ++running;
         auto task = run_request(shared_from_this(), rq, std::move(r));
         asio::co_spawn(exec, std::move(task), asio::detached);
@@ -284,9 +432,13 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
             if (r.method == mcp::method::server_discover)
                 return post_line(mcp::response{r.id, mcp_rules::discover_result(*backend, options.principal)});
             if (r.method == "subscriptions/listen") return listen(r);
+            auto attempt = mrtr_rounds::read_attempt(r);
+            if (!attempt)
+                return post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + attempt.error().message));
+            if (attempt->retry) return resume(r, attempt->responses);
             auto v = meta->protocol_version;
             auto caps = meta->client_capabilities;
-            return start_request(std::move(r), mcp::era::modern, std::move(v), std::move(caps));
+            return start_request(std::move(r), mcp::era::modern, std::move(v), std::move(caps), std::move(attempt->responses));
         }
         if (r.method == mcp::method::ping) return post_line(mcp::response{r.id, {}});
         if (!initialized)
@@ -397,6 +549,12 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     asio::awaitable<void> close() {
         closing = true;
         for (auto& [key, rq] : in_flight) cancel(*rq);
+        // Parked requests too; their expiry timers would otherwise keep the process up.
+        for (auto& [key, rq] : pending_inputs) {
+            if (rq->input->expiry) rq->input->expiry->cancel();
+            cancel(*rq);
+        }
+        pending_inputs.clear();
         for (auto& [id, a] : asks) a->try_send(asio::error::operation_aborted, nullptr);
         asks.clear();
         if (legacy_listener) backend->remove_listener(*legacy_listener);

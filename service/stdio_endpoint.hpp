@@ -3,7 +3,8 @@
 // a client that sends initialize gets a legacy session for the life of the process; a request
 // carrying _meta["io.modelcontextprotocol/protocolVersion"] is served statelessly (2026-07-28).
 // Same backend as the HTTP endpoint. Nothing but MCP messages is written to the output; logs belong
-// on stderr (main() sets that up).
+// on stderr (main() sets that up). The server never sends a modern client a request: what the
+// backend asks during a modern request reaches the client as an InputRequiredResult (MRTR).
 
 #include "mcp/server.hpp"
 
@@ -23,7 +24,16 @@ struct stdio_endpoint_options {
     std::size_t max_message_bytes = 4 * 1024 * 1024;  // a longer line ends the session: framing is lost
     // After end of input, how long requests still running get to wind down (they are cancelled).
     std::chrono::milliseconds drain_grace{5'000};
-    std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG for the session id; RAND_bytes when empty
+    std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG for ids and keys; RAND_bytes when empty
+
+    // Multi round-trip requests (2026-07-28 InputRequiredResult), as on the HTTP endpoint: a
+    // modern tools/call, prompts/get or resources/read whose backend asks the client something is
+    // answered with the questions and a requestState; it stays running until a retry brings the
+    // answers, the client cancels the retry, input ends or the state lapses.
+    std::chrono::milliseconds input_request_ttl{300'000};  // how long a requestState stays good
+    std::chrono::milliseconds input_gather{25};  // after a first question, how long to wait for more in the same round
+    std::size_t max_pending_inputs = 1024;       // requests parked waiting for answers
+    std::size_t max_questions = 16;              // open questions per request
 };
 
 // Serves until end of input on `in_fd` (or a fatal read error), then cancels what is still

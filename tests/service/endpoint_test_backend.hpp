@@ -113,7 +113,10 @@ public:
             std::string text = content && content->is_object() && content->as_object().contains("text")
                                    ? std::string(content->at("text").as_string())
                                    : boost::json::serialize(*answer);
-            co_return text_result("the model said: " + text, false);
+            if (!prompt.is_string() || prompt.get_string() != "then wait") co_return text_result("the model said: " + text, false);
+            // Asked to go on until cancelled once the answer is in: a call cancelled after its
+            // round of questions.
+            name = "wait";
         }
         if (name == "wait") {
             ++waits_started_;

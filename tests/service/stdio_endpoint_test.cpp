@@ -242,6 +242,31 @@ TEST_CASE("notifications/cancelled stops a running stdio request, which gets no 
     CHECK(pong.at("id") == "after");
 }
 
+TEST_CASE("cancelling the retry of a 2026-07-28 call over stdio cancels the call, which gets no response") {
+    stdio_fixture f;
+    std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
+                       R"("io.modelcontextprotocol/clientCapabilities":{"sampling":{}}})";
+    auto first = f.call(R"({"jsonrpc":"2.0","id":"a1","method":"tools/call","params":{"name":"ask","arguments":{"prompt":"then wait"},)" +
+                        meta + "}}");
+    CHECK(first.at("id") == "a1");
+    auto const& ir = first.at("result").as_object();
+    REQUIRE(ir.at("resultType") == "input_required");
+    auto const& requests = ir.at("inputRequests").as_object();
+    REQUIRE(requests.size() == 1);
+    auto key = std::string(requests.begin()->key());
+    CHECK(requests.begin()->value().at("method") == "sampling/createMessage");
+    // No JSON-RPC request went to the client: the question came only in the result.
+    CHECK(f.backend->waits_started() == 0);
+    f.send(R"({"jsonrpc":"2.0","id":"a2","method":"tools/call","params":{"name":"ask","arguments":{"prompt":"then wait"},)"
+           R"("inputResponses":{")" + key + R"(":{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m"}},)"
+           R"("requestState":)" + json::serialize(ir.at("requestState")) + "," + meta + "}}");
+    REQUIRE(eventually([&] { return f.backend->waits_started() == 1; }));
+    f.send(R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a2"}})");
+    REQUIRE(eventually([&] { return f.backend->waits_cancelled() == 1; }));
+    auto pong = f.call(R"({"jsonrpc":"2.0","id":"after","method":"ping"})");
+    CHECK(pong.at("id") == "after");
+}
+
 TEST_CASE("a malformed stdio line is answered with a parse error and the session goes on") {
     stdio_fixture f;
     auto bad = f.call(R"({"jsonrpc":"2.0","id":1,"method")");
