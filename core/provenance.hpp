@@ -65,9 +65,10 @@ public:
     std::string public_key_pem() const;
 
 private:
-    provenance_signer(std::string kid, void* pkey) : kid_(std::move(kid)), pkey_(pkey) {}
+    provenance_signer(std::string kid, void* pkey);
     std::string kid_;
-    void* pkey_ = nullptr;  // EVP_PKEY
+    void* pkey_ = nullptr;      // EVP_PKEY
+    void* prepared_ = nullptr;  // EVP_MD_CTX already set up to sign with pkey_, copied per signature
 };
 
 // Trusts a set of public keys by key id; rotation = trusting two.
