@@ -192,7 +192,7 @@ asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async
     if (auto c = co_await async_ensure_connected(); !c) co_return c.error();
     std::vector<upstream_tool> out;
     std::map<std::string, std::string> names;
-    std::map<std::string, tool> specs;
+    std::map<std::string, std::shared_ptr<tool const>> specs;
     std::optional<std::string> cursor;
     // Bounded: a server that pages forever is cut off rather than followed forever.
     for (int page = 0; page < 1000; ++page) {
@@ -234,7 +234,7 @@ asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async
                 continue;
             }
             names[*name] = t.name;
-            specs[t.name] = t;
+            specs[t.name] = std::make_shared<tool const>(t);
             out.push_back(upstream_tool{*id, t.name, std::move(t)});
         }
         if (!listed->next_cursor || listed->next_cursor->empty()) break;
@@ -264,8 +264,8 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
         co_return e;
     }
     // The definition travels with the call: a modern HTTP transport mirrors its x-mcp-header
-    // arguments into headers. A copy, so a concurrent re-listing cannot pull it away mid-call.
-    std::optional<mcp::tool> spec;
+    // arguments into headers. Held, so a concurrent re-listing cannot pull it away mid-call.
+    std::shared_ptr<mcp::tool const> spec;
     auto lookup = [&]() -> std::optional<std::string> {
         std::lock_guard lock(mutex_);
         auto it = upstream_names_.find(tool.name());
@@ -293,7 +293,7 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
         if (prov) core::attach_provenance(params, *prov);
         request_options ro;
         ro.deadline = deadline.value_or(options_.call_deadline);
-        ro.called = spec ? &*spec : nullptr;
+        ro.called = spec.get();
         ro.on_server_request = on_server_request;
         if (on_progress || on_notification) {
             ro.on_notification = [on_progress, on_notification](notification const& n) {

@@ -123,7 +123,9 @@ private:
     std::string version_;
     std::optional<boost::json::object> server_capabilities_;
     std::map<std::string, std::string> upstream_names_;  // airlock tool name → upstream name
-    std::map<std::string, tool> upstream_specs_;         // upstream name → definition as listed
+    // upstream name → definition as listed; shared, so a call holds its definition without copying
+    // it and a concurrent re-listing cannot pull it away mid-call
+    std::map<std::string, std::shared_ptr<tool const>> upstream_specs_;
     std::atomic<std::uint64_t> ids_{0};
 };
 
