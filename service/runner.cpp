@@ -27,10 +27,15 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using namespace asio::experimental::awaitable_operators;
 
+using cancel_channel = asio::experimental::concurrent_channel<void(boost::system::error_code)>;
+
 struct runner::run_slot {
     std::string run_id;
     std::atomic<bool> cancel{false};
     bool counted = true;  // holds one of max_concurrent_runs
+    // Rung by async_cancel (safe from any thread; a ring before anyone listens is kept): a model
+    // call under way is no longer waited for. Absent for replays, which make no calls.
+    std::shared_ptr<cancel_channel> cancelled;
 };
 
 // One async_wait caller. The driver's thread signals it through a channel (safe from any thread,
@@ -198,6 +203,7 @@ std::shared_ptr<runner::run_slot> runner::claim_slot(std::string const& run_id, 
 
 std::shared_ptr<runner::run_slot> runner::insert_slot_locked(std::string const& run_id, bool counted) {
     auto slot = std::make_shared<run_slot>();
+    slot->cancelled = std::make_shared<cancel_channel>(options_.executor, 1);
     slot->run_id = run_id;
     slot->counted = counted;
     active_[run_id] = slot;
@@ -240,6 +246,45 @@ void runner::forget_waiter(std::string const& run_id, std::shared_ptr<waiter> co
         }
     }
 }
+
+namespace {
+
+// A model call raced against its run's cancellation: the call runs in a coroutine of its own, so
+// a cancel need not wait for a provider that is slow to answer (a model may think for minutes).
+struct model_race {
+    explicit model_race(asio::any_io_executor ex) : done(std::move(ex), 1) {}
+    std::optional<core::model_result<core::completion>> result;  // written before `done` is rung
+    cancel_channel done;
+};
+
+asio::awaitable<void> async_complete_into(std::shared_ptr<core::model_provider> provider, core::completion_request request,
+                                          std::shared_ptr<model_race> race) {
+    core::model_result<core::completion> r = core::model_error{core::tool_error_kind::unreachable, "", ""};
+    try {
+        r = co_await provider->async_complete(std::move(request));
+    } catch (std::exception const& e) {
+        r = core::model_error{core::tool_error_kind::unreachable, "", std::string("the provider failed: ") + e.what()};
+    }
+    race->result = std::move(r);
+    race->done.try_send(boost::system::error_code{});
+}
+
+// The completion, or nullopt when the run was cancelled first (the answer, if one comes, is dropped).
+asio::awaitable<std::optional<core::model_result<core::completion>>> async_complete_unless_cancelled(
+    std::shared_ptr<core::model_provider> provider, core::completion_request request, std::shared_ptr<cancel_channel> cancelled) {
+    if (!cancelled) co_return co_await provider->async_complete(std::move(request));
+    auto exec = co_await asio::this_coro::executor;
+    auto race = std::make_shared<model_race>(exec);
+    asio::co_spawn(exec, async_complete_into(std::move(provider), std::move(request), race), asio::detached);
+    using namespace asio::experimental::awaitable_operators;
+    auto answered = race->done.async_receive(asio::as_tuple(asio::use_awaitable));
+    auto stopped = cancelled->async_receive(asio::as_tuple(asio::use_awaitable));
+    auto first = co_await (std::move(answered) || std::move(stopped));
+    if (first.index() == 1) co_return std::nullopt;
+    co_return std::move(*race->result);
+}
+
+}  // namespace
 
 void runner::spawn(std::shared_ptr<run_slot> slot) {
     auto self = shared_from_this();
@@ -393,8 +438,11 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
     for (;;) {
         auto const* rec = peek();
         // A seal where the loop expected to go on: the run was ended from outside (cancelled,
-        // quarantined, failed by a bug) and stays as recorded.
-        if (rec && rec->kind == core::record_kind::run_sealed && !std::holds_alternative<core::finish_action>(action)) {
+        // quarantined, failed by a bug) and stays as recorded. A cancel is an outside decision even
+        // where the loop would now finish: a model call cancelled mid-way is journaled as failed,
+        // and the run sealed cancelled right after, before the loop could take that failure in.
+        if (rec && rec->kind == core::record_kind::run_sealed &&
+            (!std::holds_alternative<core::finish_action>(action) || str_at(rec->body, "status") == "cancelled")) {
             take();
             auto status = core::parse_run_status(str_at(rec->body, "status")).value_or(core::run_status::failed);
             co_return ended(status, str_at(rec->body, "reason"));
@@ -421,6 +469,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
         if (auto* model = std::get_if<core::call_model_action>(&action)) {
             core::loop_event event;
             bool perform = !rec;
+            bool cancelled_mid_call = false;
             if (rec) {
                 if (rec->kind != core::record_kind::effect_started || str_at(rec->body, "effect_key") != model->effect_key ||
                     str_at(rec->body, "target") != "model" || str_at(rec->body, "request_sha256") != model->request_sha256)
@@ -473,7 +522,14 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                                                    " is not in the egress allowlist; nothing was sent"};
                 } else {
                     auto request = model->request;
-                    result = co_await entry->provider->async_complete(std::move(request));
+                    auto raced = co_await async_complete_unless_cancelled(entry->provider, std::move(request), slot->cancelled);
+                    if (raced) {
+                        result = std::move(*raced);
+                    } else {
+                        cancelled_mid_call = true;
+                        result = core::model_error{core::tool_error_kind::timed_out, "model://" + entry->provider_name,
+                                                   "cancelled by request before the model answered; a late answer is dropped"};
+                    }
                 }
                 auto at = now_ms();
                 core::new_record after;
@@ -493,6 +549,12 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                 }
                 std::vector<core::new_record> batch{std::move(after)};
                 if (auto r = co_await append(std::move(batch)); !r) co_return r.error();
+                if (cancelled_mid_call) {
+                    std::string status = "cancelled", reason = "cancelled by request during a model call";
+                    auto sealed = co_await options_.journal->async_seal(run_id, status, reason);
+                    if (!sealed) co_return sealed.error();
+                    co_return ended(core::run_status::cancelled, reason);
+                }
             }
             action = loop.next(event);
             continue;
@@ -754,6 +816,7 @@ asio::awaitable<core::result<void>> runner::async_cancel(std::string run_id) {
         std::lock_guard lock(mutex_);
         if (auto it = active_.find(run_id); it != active_.end()) {
             it->second->cancel = true;
+            if (it->second->cancelled) it->second->cancelled->try_send(boost::system::error_code{});
             co_return core::result<void>{};
         }
         was_queued = resume_queue_.erase(run_id) > 0;

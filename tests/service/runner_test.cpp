@@ -20,6 +20,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <atomic>
 #include <functional>
@@ -299,6 +300,43 @@ TEST_CASE("a cancelled run stops at its next step without calling its tool") {
         REQUIRE(again.has_error());
         CHECK(again.error().code == "not_cancellable");
     });
+}
+
+TEST_CASE("a run cancelled while its model is thinking ends cancelled at once, without waiting for the answer") {
+    world w;
+    auto held = std::make_shared<held_provider>(script(read_then_say));
+    auto r = w.make({{manifest_of(teller()), "demo", held}});
+    w.run([&]() -> asio::awaitable<void> {
+        auto req = ask("what is in AC-1?");
+        auto ticket = co_await r->async_start(req);
+        while (held->waiting == 0) {
+            asio::steady_timer t(co_await asio::this_coro::executor, 5ms);
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        auto cancelled = co_await r->async_cancel(ticket->run_id);
+        CHECK(cancelled.has_value());
+        // The provider has not answered (it is held for an hour), and the run has ended anyway.
+        auto done = co_await r->async_wait(ticket->run_id, 30s);
+        CHECK(done->summary.status == "cancelled");
+        CHECK(done->reason == "cancelled by request during a model call");
+        CHECK(held->waiting == 1);
+        CHECK(w.state->reads() == 0);
+        // The model call is journaled as failed (in doubt), and replay ends the run the same way.
+        auto records = co_await r->async_journal(ticket->run_id, 1);
+        REQUIRE(records.has_value());
+        bool failed_call = false;
+        for (auto const& rec : *records)
+            failed_call = failed_call || (rec.kind == core::record_kind::effect_failed &&
+                                          json::serialize(rec.body).find("before the model answered") != std::string::npos);
+        CHECK(failed_call);
+        auto replayed = co_await r->async_replay(ticket->run_id);
+        held->release();  // the late answer is dropped
+        INFO((replayed ? std::string() : replayed.error().message));
+        REQUIRE(replayed.has_value());
+        CHECK(replayed->status == core::run_status::cancelled);
+        CHECK(replayed->model_calls == 0);
+    });
+    CHECK(held->waiting == 0);
 }
 
 TEST_CASE("a call needing approval waits for a reviewer, and an approved run completes and replays") {
