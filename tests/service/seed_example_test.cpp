@@ -28,6 +28,7 @@
 #include <boost/json/serialize.hpp>
 
 #include <atomic>
+#include <optional>
 #include <functional>
 
 namespace asio = boost::asio;
@@ -198,13 +199,23 @@ turns:
   - say: "AC-1 holds 42."
 )";
 
+// What a scenario's run came to: the test case states its headline on it, the helper checks the rest.
+struct seed_outcome {
+    std::string status;                       // the run's final status
+    std::size_t denials = 0;                  // its policy_denied records
+    std::optional<std::uint64_t> replay_calls;  // model + tool calls its strict replay made, if replayed
+};
+
 // (1) and (5): the first run.
-void the_read_is_answered_and_replays_with_zero_calls(ledger_kind kind) {
+seed_outcome the_read_is_answered_and_replays_with_zero_calls(ledger_kind kind) {
     seed_world w(kind);
+    seed_outcome out;
     auto provider = scripted(read_then_say);
     auto r = w.make(provider);
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
+        out.status = run.view.summary.status;
+        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
         CHECK(run.view.summary.status == "succeeded");
         CHECK(run.view.output == json::value("AC-1 holds 42."));
         // The answer is the model's: labelled untrusted.
@@ -217,6 +228,7 @@ void the_read_is_answered_and_replays_with_zero_calls(ledger_kind kind) {
 
         auto replay = co_await r->async_replay(run.run_id);
         REQUIRE(replay.has_value());
+        out.replay_calls = replay->model_calls + replay->tool_calls;
         CHECK(replay->status == core::run_status::succeeded);
         CHECK(replay->output == run.view.output);
         CHECK(replay->model_calls == 0);
@@ -225,15 +237,19 @@ void the_read_is_answered_and_replays_with_zero_calls(ledger_kind kind) {
         CHECK(provider->requests.size() == 2);
         CHECK(w.ledger->reads == 1);
     });
+    return out;
 }
 
-void the_journal_has_an_effect_per_turn_and_call_and_verifies(ledger_kind kind) {
+seed_outcome the_journal_has_an_effect_per_turn_and_call_and_verifies(ledger_kind kind) {
     seed_world w(kind);
+    seed_outcome out;
     auto provider = scripted(read_then_say);
     auto r = w.make(provider);
     std::string run_id;
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
+        out.status = run.view.summary.status;
+        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
         REQUIRE(run.view.summary.status == "succeeded");
         run_id = run.run_id;
         auto started = of_kind(run.records, core::record_kind::effect_started);
@@ -264,11 +280,13 @@ void the_journal_has_an_effect_per_turn_and_call_and_verifies(ledger_kind kind) 
                                         (w.dir.path() / "journal").string()});
     INFO(verify.out << verify.err);
     CHECK(verify.exit_code == 0);
+    return out;
 }
 
 // (2)
-void an_ungranted_write_is_refused_and_the_run_succeeds(ledger_kind kind) {
+seed_outcome an_ungranted_write_is_refused_and_the_run_succeeds(ledger_kind kind) {
     seed_world w(kind);
+    seed_outcome out;
     auto provider = scripted(R"(
 turns:
   - call: { tool: ledger__write, arguments: { account: AC-1, amount: 0 }, id: call_w }
@@ -277,6 +295,8 @@ turns:
     auto r = w.make(provider);
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
+        out.status = run.view.summary.status;
+        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
         CHECK(run.view.summary.status == "succeeded");
         auto denied = of_kind(run.records, core::record_kind::policy_denied);
         REQUIRE(denied.size() == 1);
@@ -288,11 +308,13 @@ turns:
         CHECK(answered->is_error);
         CHECK(w.ledger->reads + w.ledger->posts == 0);
     });
+    return out;
 }
 
 // (3)
-void a_model_chosen_account_is_refused_though_the_amount_was_fine(ledger_kind kind) {
+seed_outcome a_model_chosen_account_is_refused_though_the_amount_was_fine(ledger_kind kind) {
     seed_world w(kind);
+    seed_outcome out;
     auto provider = scripted(R"(
 turns:
   - call: { tool: ledger__post, arguments: { account: AC-1, amount: 100 }, id: call_p }
@@ -301,6 +323,8 @@ turns:
     auto r = w.make(provider);
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
+        out.status = run.view.summary.status;
+        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
         CHECK(run.view.summary.status == "succeeded");
         auto denied = of_kind(run.records, core::record_kind::policy_denied);
         REQUIRE(denied.size() == 1);
@@ -326,11 +350,13 @@ turns:
         CHECK(posted->at("balance") == 142);
         if (w.state) CHECK(w.state->posts() == 1);
     });
+    return out;
 }
 
 // (4)
-void a_model_that_never_stops_asking_fails_at_max_turns(ledger_kind kind) {
+seed_outcome a_model_that_never_stops_asking_fails_at_max_turns(ledger_kind kind) {
     seed_world w(kind);
+    seed_outcome out;
     auto provider = scripted(R"(
 after_last: repeat
 turns:
@@ -339,6 +365,8 @@ turns:
     auto r = w.make(provider);
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
+        out.status = run.view.summary.status;
+        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
         CHECK(run.view.summary.status == "failed");
         CHECK(run.view.reason.find("max_turns (4)") != std::string::npos);
         CHECK(run.view.output.is_null());
@@ -347,41 +375,61 @@ turns:
         // Its replay ends the same way, with no call made.
         auto replay = co_await r->async_replay(run.run_id);
         REQUIRE(replay.has_value());
+        out.replay_calls = replay->model_calls + replay->tool_calls;
         CHECK(replay->status == core::run_status::failed);
         CHECK(provider->requests.size() == 4);
         CHECK(w.ledger->reads == 4);
     });
+    return out;
 }
 
 }  // namespace
 
 TEST_CASE("seed (1) with the in-process ToolBox ledger: the read is answered and strict replay makes zero calls") {
-    the_read_is_answered_and_replays_with_zero_calls(ledger_kind::toolbox);
+    auto out = the_read_is_answered_and_replays_with_zero_calls(ledger_kind::toolbox);
+    CHECK(out.status == "succeeded");
+    CHECK(out.replay_calls == std::optional<std::uint64_t>(0));
 }
 TEST_CASE("seed (1) with the stdio MCP ledger: the read is answered and strict replay makes zero calls") {
-    the_read_is_answered_and_replays_with_zero_calls(ledger_kind::stdio);
+    auto out = the_read_is_answered_and_replays_with_zero_calls(ledger_kind::stdio);
+    CHECK(out.status == "succeeded");
+    CHECK(out.replay_calls == std::optional<std::uint64_t>(0));
 }
 TEST_CASE("seed (2) with the in-process ToolBox ledger: an ungranted ledger__write is refused, told, and the run succeeds") {
-    an_ungranted_write_is_refused_and_the_run_succeeds(ledger_kind::toolbox);
+    auto out = an_ungranted_write_is_refused_and_the_run_succeeds(ledger_kind::toolbox);
+    CHECK(out.status == "succeeded");
+    CHECK(out.denials == 1);
 }
 TEST_CASE("seed (2) with the stdio MCP ledger: an ungranted ledger__write is refused, told, and the run succeeds") {
-    an_ungranted_write_is_refused_and_the_run_succeeds(ledger_kind::stdio);
+    auto out = an_ungranted_write_is_refused_and_the_run_succeeds(ledger_kind::stdio);
+    CHECK(out.status == "succeeded");
+    CHECK(out.denials == 1);
 }
 TEST_CASE("seed (3) with the in-process ToolBox ledger: a model-chosen account on post is refused, the amount was fine") {
-    a_model_chosen_account_is_refused_though_the_amount_was_fine(ledger_kind::toolbox);
+    auto out = a_model_chosen_account_is_refused_though_the_amount_was_fine(ledger_kind::toolbox);
+    CHECK(out.status == "succeeded");
+    CHECK(out.denials == 1);
 }
 TEST_CASE("seed (3) with the stdio MCP ledger: a model-chosen account on post is refused, the amount was fine") {
-    a_model_chosen_account_is_refused_though_the_amount_was_fine(ledger_kind::stdio);
+    auto out = a_model_chosen_account_is_refused_though_the_amount_was_fine(ledger_kind::stdio);
+    CHECK(out.status == "succeeded");
+    CHECK(out.denials == 1);
 }
 TEST_CASE("seed (4) with the in-process ToolBox ledger: a model that never stops asking fails at max_turns") {
-    a_model_that_never_stops_asking_fails_at_max_turns(ledger_kind::toolbox);
+    auto out = a_model_that_never_stops_asking_fails_at_max_turns(ledger_kind::toolbox);
+    CHECK(out.status == "failed");
+    CHECK(out.replay_calls == std::optional<std::uint64_t>(0));
 }
 TEST_CASE("seed (4) with the stdio MCP ledger: a model that never stops asking fails at max_turns") {
-    a_model_that_never_stops_asking_fails_at_max_turns(ledger_kind::stdio);
+    auto out = a_model_that_never_stops_asking_fails_at_max_turns(ledger_kind::stdio);
+    CHECK(out.status == "failed");
+    CHECK(out.replay_calls == std::optional<std::uint64_t>(0));
 }
 TEST_CASE("seed (5) with the in-process ToolBox ledger: the journal has an effect per turn and call, and verifies") {
-    the_journal_has_an_effect_per_turn_and_call_and_verifies(ledger_kind::toolbox);
+    auto out = the_journal_has_an_effect_per_turn_and_call_and_verifies(ledger_kind::toolbox);
+    CHECK(out.status == "succeeded");
 }
 TEST_CASE("seed (5) with the stdio MCP ledger: the journal has an effect per turn and call, and verifies") {
-    the_journal_has_an_effect_per_turn_and_call_and_verifies(ledger_kind::stdio);
+    auto out = the_journal_has_an_effect_per_turn_and_call_and_verifies(ledger_kind::stdio);
+    CHECK(out.status == "succeeded");
 }
