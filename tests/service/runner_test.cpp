@@ -92,6 +92,13 @@ public:
         }
         co_return co_await inner_->async_complete(std::move(request));
     }
+    // Completes once a run's model call is held here.
+    asio::awaitable<void> async_until_asked() {
+        while (waiting == 0) {
+            asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(5));
+            co_await t.async_wait(asio::use_awaitable);
+        }
+    }
     void release() {
         held = false;
         for (auto* t : timers_) t->cancel();
@@ -286,10 +293,7 @@ TEST_CASE("a cancelled run stops at its next step without calling its tool") {
     w.run([&]() -> asio::awaitable<void> {
         auto req10 = ask("what is in AC-1?");
         auto ticket = co_await r->async_start(req10);
-        while (held->waiting == 0) {
-            asio::steady_timer t(co_await asio::this_coro::executor, 5ms);
-            co_await t.async_wait(asio::use_awaitable);
-        }
+        co_await held->async_until_asked();
         auto cancelled = co_await r->async_cancel(ticket->run_id);
         CHECK(cancelled.has_value());
         held->release();
@@ -309,10 +313,7 @@ TEST_CASE("a run cancelled while its model is thinking ends cancelled at once, w
     w.run([&]() -> asio::awaitable<void> {
         auto req = ask("what is in AC-1?");
         auto ticket = co_await r->async_start(req);
-        while (held->waiting == 0) {
-            asio::steady_timer t(co_await asio::this_coro::executor, 5ms);
-            co_await t.async_wait(asio::use_awaitable);
-        }
+        co_await held->async_until_asked();
         auto cancelled = co_await r->async_cancel(ticket->run_id);
         CHECK(cancelled.has_value());
         // The provider has not answered (it is held for an hour), and the run has ended anyway.
