@@ -10,6 +10,7 @@
 #include "service/providers/scripted.hpp"
 #include "service/runner.hpp"
 #include "store/memory_store.hpp"
+#include "tests/support/agent_runs.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -160,24 +161,11 @@ struct world {
 };
 
 service::run_request ask(std::string question, std::string agent = "teller") {
-    service::run_request r;
-    r.agent = std::move(agent);
-    r.input = json::object{{"question", question}};
-    r.input_label = core::label{{"operator"}, core::trust::trusted, core::sensitivity::public_};
-    return r;
+    return testing::operator_question(std::move(question), std::move(agent));
 }
 
-// Starts a run and waits until it is no longer running.
-struct finished_run {
-    std::string run_id;
-    service::run_view view;
-};
-asio::awaitable<finished_run> run_to_end(std::shared_ptr<service::runner> r, service::run_request req) {
-    auto ticket = co_await r->async_start(req);
-    REQUIRE(ticket.has_value());
-    auto done = co_await r->async_wait(ticket->run_id, 30s);
-    REQUIRE(done.has_value());
-    co_return finished_run{ticket->run_id, *done};
+asio::awaitable<testing::finished_run> run_to_end(std::shared_ptr<service::runner> r, service::run_request req) {
+    return testing::async_run_to_end(std::move(r), std::move(req), 30s);
 }
 
 std::vector<std::string> kinds(std::vector<core::record> const& records) {

@@ -17,6 +17,7 @@
 #include "service/runner.hpp"
 #include "store/lmdb_store.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/agent_runs.hpp"
 #include "tests/support/teller_example.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -70,12 +71,6 @@ public:
 
 private:
     std::shared_ptr<core::model_provider> inner_;
-};
-
-struct finished_run {
-    std::string run_id;
-    service::run_view view;
-    std::vector<core::record> records;
 };
 
 // The example's configuration (ledger upstream, egress, journal) in a temporary directory, with one
@@ -163,18 +158,8 @@ std::shared_ptr<recording_provider> scripted(std::string const& yaml) {
     return std::make_shared<recording_provider>(std::make_shared<service::scripted_provider>(*s));
 }
 
-asio::awaitable<finished_run> run_to_end(std::shared_ptr<service::runner> r) {
-    service::run_request req;
-    req.agent = "teller";
-    req.input = json::object{{"question", "what is in AC-1?"}};
-    req.input_label = core::label{{"operator"}, core::trust::trusted, core::sensitivity::public_};
-    auto ticket = co_await r->async_start(req);
-    REQUIRE(ticket.has_value());
-    auto done = co_await r->async_wait(ticket->run_id, 60s);
-    REQUIRE(done.has_value());
-    auto records = co_await r->async_journal(ticket->run_id, 1);
-    REQUIRE(records.has_value());
-    co_return finished_run{ticket->run_id, *done, *records};
+asio::awaitable<testing::finished_run> run_to_end(std::shared_ptr<service::runner> r) {
+    return testing::async_run_to_end(std::move(r), testing::operator_question("what is in AC-1?"));
 }
 
 std::vector<core::record> of_kind(std::vector<core::record> const& records, core::record_kind k) {

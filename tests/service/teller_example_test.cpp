@@ -7,6 +7,7 @@
 #include "service/config.hpp"
 #include "service/runner_factory.hpp"
 #include "store/lmdb_store.hpp"
+#include "tests/support/agent_runs.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/teller_example.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -53,19 +54,13 @@ teller_run run_teller(fs::path const& config_file) {
     auto r = *runner;
     teller_run out;
     auto task = [&]() -> asio::awaitable<void> {
-        service::run_request req;
-        req.agent = "teller";
-        req.input = json::object{{"question", "what is in AC-1?"}};
-        req.input_label = core::label{{"operator"}, core::trust::trusted, core::sensitivity::public_};
-        auto ticket = co_await r->async_start(req);
-        REQUIRE(ticket.has_value());
-        out.run_id = ticket->run_id;
-        auto done = co_await r->async_wait(ticket->run_id, 60s);
-        REQUIRE(done.has_value());
-        out.view = *done;
-        auto records = co_await r->async_journal(ticket->run_id, 1);
-        out.records = records.value();
-        out.fault = (co_await r->async_verify(ticket->run_id)).value();
+        // Named first: GCC 12 mishandles temporaries inside a co_await expression.
+        auto question = testing::operator_question("what is in AC-1?");
+        auto run = co_await testing::async_run_to_end(r, std::move(question));
+        out.run_id = run.run_id;
+        out.view = run.view;
+        out.records = run.records;
+        out.fault = (co_await r->async_verify(run.run_id)).value();
         co_await ledger->async_close();
     };
     auto done = asio::co_spawn(ioc, task(), asio::use_future);
