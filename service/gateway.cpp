@@ -575,7 +575,7 @@ asio::awaitable<mcp::handler_result> async_ask_caller(std::string server, ask_fu
         co_return mcp::error_object{mcp::rpc_code::internal_error,
                                     "the client of this request cannot be asked " + r.method, std::nullopt};
     }
-    spdlog::debug("upstream {}: relaying {} to the client of the request it came with", server, r.method);
+    spdlog::debug("upstream {}: relaying {} to the client", server, r.method);
     json::object params = r.params ? std::move(*r.params) : json::object{};
     co_return co_await ask(std::move(r.method), std::move(params));
 }
@@ -836,9 +836,8 @@ asio::awaitable<mcp::handler_result> gateway::async_upstream_request(std::weak_p
                                     std::nullopt};
     }
     self.reset();  // the question may take long; it must not keep the gateway alive
-    spdlog::debug("upstream {}: relaying {} to the client", server, r.method);
-    json::object params = r.params ? std::move(*r.params) : json::object{};
-    co_return co_await f->ask_client(std::move(r.method), std::move(params));
+    auto ask = f->ask_client;
+    co_return co_await async_ask_caller(std::move(server), std::move(ask), std::move(r));
 }
 
 // ---- resources, prompts, completion, logging ------------------------------------------------
