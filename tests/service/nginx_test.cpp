@@ -140,26 +140,12 @@ std::string refused_from(child_process& airlock, std::uint16_t port, std::string
 // A REST run through nginx, waited for, then its journal, both through the proxy; airlock's request
 // log names the client the forwarding headers gave, as far as the trusted chain goes.
 void check_rest_run(nginx const& proxy, child_process& airlock, std::string const& expected_client) {
-    std::string body = R"({"agent":"courier","input":{"question":"deliver"}})";
-    // HTTP/1.0: nginx answers without chunked encoding, which this plain client does not decode.
-    auto r = raw_http(proxy.port,
-                      "POST /v1/runs?wait=60 HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
-                          std::string(sidecar_deployment::token) +
-                          "\r\nX-Forwarded-For: 198.51.100.4\r\nContent-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body,
-                      90s);
-    INFO(r.head << r.body);
-    REQUIRE(r.status == 200);
-    auto run = boost::json::parse(r.body).as_object();
+    auto [run, journal] = run_over_rest(proxy.port, "127.0.0.1", R"({"agent":"courier","input":{"question":"deliver"}})",
+                                        "X-Forwarded-For: 198.51.100.4\r\n");
     CHECK(run.at("status") == "succeeded");
     CHECK(run.at("output") == "delivered");
-    std::string id(run.at("run_id").as_string());
-    auto j = raw_http(proxy.port, "GET /v1/runs/" + id + "/journal HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " +
-                                      std::string(sidecar_deployment::token) + "\r\n\r\n");
-    INFO(j.head << j.body);
-    REQUIRE(j.status == 200);
-    CHECK(j.body.find("slow done after 2 steps") != std::string::npos);
-    CHECK(std::count(j.body.begin(), j.body.end(), '\n') == static_cast<long>(run.at("head_seq").as_int64()));
+    CHECK(journal.find("slow done after 2 steps") != std::string::npos);
+    CHECK(std::count(journal.begin(), journal.end(), '\n') == static_cast<long>(run.at("head_seq").as_int64()));
     auto line = airlock.wait_for_stderr_line("route=/v1/runs status=200", 20s);
     REQUIRE(line);
     CHECK_THAT(*line, Catch::Contains("client=" + expected_client + " ") && Catch::Contains("principal=alice"));

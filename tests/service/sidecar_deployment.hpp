@@ -4,10 +4,14 @@
 // a manifest granting some of its tools, and the SDK client tests/fixtures/sidecar/sidecar_client.mjs.
 
 #include "tests/support/child_process.hpp"
+#include "tests/support/http_get.hpp"
 #include "tests/support/peers.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 
 #include <sys/stat.h>
 
@@ -90,6 +94,32 @@ struct sidecar_deployment {
         return run_command({AIRLOCK_BINARY, "journal", "verify", "--all", "--journal", journal.string()});
     }
 };
+
+// A REST run as alice, started with `body` and waited for (POST /v1/runs?wait=60), then its journal
+// (GET /v1/runs/{id}/journal), over HTTP/1.0 so no answer comes chunked (this plain client does not
+// decode that). `headers` are more header lines, each ending in CRLF.
+struct rest_run {
+    boost::json::object run;  // the answer to the POST
+    std::string journal;      // JSON lines
+};
+inline rest_run run_over_rest(std::uint16_t port, std::string const& host, std::string const& body,
+                              std::string const& headers = "") {
+    std::string auth = "Authorization: Bearer " + std::string(sidecar_deployment::token) + "\r\n";
+    auto r = raw_http(port,
+                      "POST /v1/runs?wait=60 HTTP/1.0\r\nHost: " + host + "\r\n" + auth + headers +
+                          "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                          body,
+                      std::chrono::seconds(90));
+    INFO(r.head << r.body);
+    REQUIRE(r.status == 200);
+    rest_run out{boost::json::parse(r.body).as_object(), ""};
+    std::string id(out.run.at("run_id").as_string());
+    auto j = raw_http(port, "GET /v1/runs/" + id + "/journal HTTP/1.0\r\nHost: " + host + "\r\n" + auth + "\r\n");
+    INFO(j.head << j.body);
+    REQUIRE(j.status == 200);
+    out.journal = j.body;
+    return out;
+}
 
 // The TCP port `airlock serve` reports on its listening line.
 inline std::uint16_t airlock_port(child_process& p) {

@@ -182,18 +182,8 @@ struct teller_deployment {
 
 // What the run's ledger__read returned, from its journal over REST.
 std::string balance_read_by_a_run(std::uint16_t port) {
-    std::string body = R"({"agent":"teller","input":{"question":"AC-1?"}})";
-    std::string auth = "Authorization: Bearer " + std::string(sidecar_deployment::token) + "\r\n";
-    auto r = raw_http(port, "POST /v1/runs?wait=60 HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n" + auth +
-                                "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                                "\r\n\r\n" + body, 90s);
-    INFO(r.head << r.body);
-    REQUIRE(r.status == 200);
-    auto id = std::string(boost::json::parse(r.body).at("run_id").as_string());
-    auto j = raw_http(port, "GET /v1/runs/" + id + "/journal HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) +
-                                "\r\n" + auth + "\r\n");
-    REQUIRE(j.status == 200);
-    std::istringstream lines(j.body);
+    auto done = run_over_rest(port, "127.0.0.1:" + std::to_string(port), R"({"agent":"teller","input":{"question":"AC-1?"}})");
+    std::istringstream lines(done.journal);
     for (std::string line; std::getline(lines, line);) {
         auto rec = boost::json::parse(line).as_object();
         if (rec.at("kind") != "effect_done") continue;
