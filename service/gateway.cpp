@@ -352,7 +352,7 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
             bool first_report = false;
             {
                 std::lock_guard lock(mutex_);
-                first_report = reported_pin_changes_.insert("x-mcp-header " + up.name + "/" + t.upstream_name + " " +
+                first_report = reported_definitions_.insert("x-mcp-header " + up.name + "/" + t.upstream_name + " " +
                                                             declared.error().message).second;
             }
             if (first_report)
@@ -378,7 +378,7 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
                 bool first_report = false;
                 {
                     std::lock_guard lock(mutex_);
-                    first_report = reported_pin_changes_.insert(pin_key + " " + digest).second;
+                    first_report = reported_definitions_.insert(pin_key + " " + digest).second;
                 }
                 if (first_report) {
                     // Journaled once per new definition: an operator can see when a tool changed

@@ -197,7 +197,7 @@ private:
         bool admitted = false;  // run_admitted is durable; until then other callers wait
     };
     std::map<std::string, run_slot> runs_;          // session key → its run
-    std::set<std::string> reported_pin_changes_;    // "server/tool digest" already journaled; bad x-mcp-header definitions already logged
+    std::set<std::string> reported_definitions_;    // tool definitions already reported once: a changed pin ("server/tool digest", journaled) or a bad x-mcp-header (logged)
     std::map<std::string, std::uint32_t> steps_;   // run id → effects started
     struct listener {
         std::string principal;
