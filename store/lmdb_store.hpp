@@ -1,6 +1,7 @@
 #pragma once
 // The embedded journal: LMDB, one writer thread that group-commits whatever is queued, short
-// read-only transactions for readers. Nothing to install or start.
+// read-only transactions for readers. Nothing to install or start. At low load an append that
+// finds the writer idle is committed by its own coroutine, with what is queued ahead of it.
 
 #include "core/journal.hpp"
 #include "core/pins.hpp"
@@ -29,7 +30,7 @@ struct lmdb_options {
     // How long a deferred append (async_append_deferred) may wait for an append that must be
     // committed now to ride along with; past it, it is committed on its own.
     std::chrono::milliseconds defer_limit{10};
-    // Called on the writer thread after each group commit with the number of writes it held and the
+    // Called on the committing thread after each group commit with the number of writes it held and the
     // time it took (fsyncs included), for metrics. Must be cheap and must not throw.
     std::function<void(std::size_t writes, std::chrono::steady_clock::duration took)> on_commit;
 };

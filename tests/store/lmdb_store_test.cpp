@@ -17,6 +17,8 @@
 #include <atomic>
 #include <fstream>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -103,6 +105,74 @@ TEST_CASE("concurrent appends are group-committed: fewer transactions than appen
         auto v = s->verify("run-" + std::to_string(i));
         REQUIRE(v.has_value());
         CHECK_FALSE(v->has_value());
+    }
+}
+
+// At one append at a time the appending coroutine commits its own append (no hand-off to the
+// writer thread and back); a burst still goes to the writer in group commits; every chain holds.
+TEST_CASE("one append at a time is committed on the appending thread, a burst in group commits by the writer") {
+    for (auto mode : {store::durability::durable, store::durability::fast}) {
+        temp_dir dir;
+        std::mutex m;
+        std::vector<std::pair<std::thread::id, std::size_t>> commits;  // committing thread, appends held
+        store::lmdb_options o;
+        o.directory = dir.path();
+        o.map_size = std::size_t{64} << 20;
+        o.mode = mode;
+        o.on_commit = [&](std::size_t writes, std::chrono::steady_clock::duration) {
+            std::lock_guard lock(m);
+            commits.emplace_back(std::this_thread::get_id(), writes);
+        };
+        auto opened = store::lmdb_store::open(o);
+        REQUIRE(opened.has_value());
+        auto s = std::move(*opened);
+
+        REQUIRE(run_awaitable(s->async_append("one", {admitted()})).has_value());
+        for (int i = 0; i < 5; ++i) REQUIRE(run_awaitable(s->async_append("one", {note("n" + std::to_string(i))})).has_value());
+        {
+            std::lock_guard lock(m);
+            REQUIRE(commits.size() == 6);
+            for (auto const& [thread, writes] : commits) {
+                CHECK(thread == std::this_thread::get_id());
+                CHECK(writes == 1);
+            }
+            commits.clear();
+        }
+
+        asio::thread_pool pool(4);
+        constexpr int runs = 64;
+        for (int i = 0; i < runs; ++i) {
+            auto task = [&s, i]() -> asio::awaitable<void> {
+                auto id = "burst-" + std::to_string(i);
+                std::vector<core::new_record> first{admitted()};
+                co_await s->async_append(id, std::move(first));
+                for (int k = 0; k < 5; ++k) {
+                    std::vector<core::new_record> next{note("n" + std::to_string(k))};
+                    co_await s->async_append(id, std::move(next));
+                }
+            };
+            asio::co_spawn(pool, task, asio::detached);
+        }
+        pool.join();
+        std::size_t total = 0, largest = 0;
+        {
+            std::lock_guard lock(m);
+            for (auto const& [thread, writes] : commits) {
+                total += writes;
+                largest = std::max(largest, writes);
+            }
+        }
+        CHECK(total == runs * 6);
+        CHECK(largest > 2);
+        for (auto run : {std::string("one"), std::string("burst-0"), std::string("burst-63")}) {
+            auto v = s->verify(run);
+            REQUIRE(v.has_value());
+            CHECK_FALSE(v->has_value());
+        }
+        auto recs = s->read("one");
+        REQUIRE(recs.has_value());
+        REQUIRE(recs->size() == 6);
+        CHECK(recs->back().body.at("text") == "n4");
     }
 }
 
