@@ -5,7 +5,7 @@
 // and one JSON line; it never passes or fails on time.
 //
 //   build/bench/bench_gateway_bench [--calls N] [--concurrency C] [--per-task M] [--commits K]
-//                                   [--airlock PATH] [--dir DIR] [--only TEXT] [--verbose]
+//                                   [--airlock PATH] [--dir DIR] [--only TEXT] [--threads N] [--verbose]
 //
 // Defaults: 2,000 sequential calls, 64 callers × 100 calls, 200 timed commits. Every client here is
 // airlock's own mcp_client, on one thread. Through airlock the upstream is configured with
@@ -15,6 +15,7 @@
 // unless --airlock names another. DIR (default: the system temp directory) holds the generated
 // configurations and journals and the commit measurement, so all fsyncs hit the same disk.
 // --only measures just the rows whose name contains TEXT (and the commit), for a quick look.
+// --threads N starts airlock with `--threads N` (its I/O threads; default: one per hardware thread).
 //
 // Attribution. The rows through airlock include one downstream HTTP hop (client → airlock's server)
 // that the direct stdio row lacks; the "airlock http hop" rows time it alone (an MCP server/discover,
@@ -84,6 +85,7 @@ struct settings {
     fs::path dir = fs::temp_directory_path();
     std::string only;      // measure only the targets whose name contains this (and the commit)
     bool verbose = false;  // airlock's own client logs at debug
+    unsigned threads = 0;  // airlock's --threads; 0: its default
 };
 
 // CPU time (user + system) per call, by who spent it: the bench's own client, the gateway process
@@ -321,7 +323,7 @@ struct airlock_gateway {
     std::uint16_t port = 0;
 
     airlock_gateway(fs::path const& binary, fs::path const& dir, store::durability mode, upstream_via via,
-                    std::uint16_t upstream_port) {
+                    std::uint16_t upstream_port, unsigned threads) {
         fs::create_directories(dir);
         {
             std::ofstream(dir / "bench.token") << bench_token << "\n";
@@ -351,10 +353,11 @@ spec:
         c << "principals:\n  - name: bench\n    token_file: bench.token\n    manifest: bench.yaml\n"
           << "logging: { level: info, format: text }\n";
         std::ofstream(dir / "airlock.yaml") << c.str();
-        process = std::make_unique<peer_process>(
-            "airlock", std::vector<std::string>{binary.string(), "serve", "--config", (dir / "airlock.yaml").string(),
-                                                "--listen", "127.0.0.1:0"},
-            std::vector<std::string>{}, "listening on http://");
+        std::vector<std::string> argv{binary.string(), "serve", "--config", (dir / "airlock.yaml").string(),
+                                      "--listen", "127.0.0.1:0"};
+        if (threads > 0) argv.insert(argv.end(), {"--threads", std::to_string(threads)});
+        process = std::make_unique<peer_process>("airlock", std::move(argv), std::vector<std::string>{},
+                                                 "listening on http://");
         port = port_in(process->ready_line(), std::regex(R"(127\.0\.0\.1:(\d+))"));
     }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port) + "/mcp"; }
@@ -568,7 +571,7 @@ phase const* find_row(std::vector<phase> const& rows, std::string const& target,
 
 int usage() {
     std::cerr << "usage: gateway_bench [--calls N] [--concurrency C] [--per-task M] [--commits K] [--airlock PATH] "
-                 "[--dir DIR]\n";
+                 "[--dir DIR] [--only TEXT] [--threads N] [--verbose]\n";
     return 2;
 }
 
@@ -594,7 +597,7 @@ int bench(settings const& s) {
         bool hop = target == "airlock fast stdio" && wanted(hop_target);
         if (!wanted(target) && !hop) return;
         std::cerr << target << "...\n";
-        airlock_gateway gw(binary, scratch.path / target, mode, via, up_port);
+        airlock_gateway gw(binary, scratch.path / target, mode, via, up_port, s.threads);
         auto const pid = gw.process->pid();
         if (wanted(target)) {
             auto r = drive(target, "airlock", http_client("airlock", gw.url(), bench_token), s, pid);
@@ -716,6 +719,7 @@ int bench(settings const& s) {
                 "direct stdio %s, airlock durable %s, airlock fast %s, mcp-proxy %s\n",
                 cores, s.concurrency, text(ceiling_direct, "%.0f").c_str(), text(ceiling_durable, "%.0f").c_str(),
                 text(ceiling_fast, "%.0f").c_str(), text(ceiling_proxy, "%.0f").c_str());
+    if (s.threads > 0) std::printf("airlock ran with --threads %u\n", s.threads);
     std::fflush(stdout);
 
     auto json = [](figure f) { return f ? boost::json::value(*f) : boost::json::value(nullptr); };
@@ -736,7 +740,8 @@ int bench(settings const& s) {
                                 {"cpu_ceiling_calls_per_s_airlock_durable_stdio", json(ceiling_durable)},
                                 {"cpu_ceiling_calls_per_s_airlock_fast_stdio", json(ceiling_fast)},
                                 {"cpu_ceiling_calls_per_s_mcp_proxy_stdio", json(ceiling_proxy)},
-                                {"cores", cores}};
+                                {"cores", cores},
+                                {"airlock_threads", s.threads > 0 ? boost::json::value(s.threads) : boost::json::value("default")}};
     boost::json::object out{{"bench", "gateway"},
                             {"rows", json_rows},
                             {"commit", {{"p50_us", commit.p50_us}, {"p99_us", commit.p99_us}, {"appends", commit.calls},
@@ -765,6 +770,11 @@ int main(int argc, char** argv) {
         else if (a == "--airlock" && i + 1 < argc) s.airlock = fs::path(argv[++i]);
         else if (a == "--dir" && i + 1 < argc) s.dir = argv[++i];
         else if (a == "--only" && i + 1 < argc) s.only = argv[++i];
+        else if (a == "--threads") {
+            int n = 0;
+            if (!number(n)) return usage();
+            s.threads = static_cast<unsigned>(n);
+        }
         else if (a == "--verbose") s.verbose = true;
         else return usage();
     }
