@@ -138,10 +138,12 @@ struct inline_op final : result_op<T> {
 
 }  // namespace
 
-// The largest last batch after which an append may still be committed inline (see
-// try_commit_inline): at one call at a time, a gateway call's start record and the previous
-// call's deferred outcome.
+// When an append may be committed inline (see try_commit_inline): the last batch held at most
+// this many ops (at one call at a time: a gateway call's start record and the previous call's
+// deferred outcome), and the last commit ended at least this long ago. A burst of appends comes
+// closer together than that, even from coroutines on one thread, and goes to the writer.
 constexpr std::size_t inline_batch_limit = 2;
+constexpr std::chrono::microseconds inline_quiet{250};
 
 struct lmdb_store::impl {
     lmdb_options options;
@@ -162,6 +164,7 @@ struct lmdb_store::impl {
     std::size_t last_batch = 0;  // ops in the last batch committed
     std::atomic<bool> closed{false};
     std::thread writer;
+    std::thread::id writer_id;  // set once, before any append: `writer` itself is reset by join()
     std::atomic<std::uint64_t> batches{0}, operations{0};
 
     // Drains what is queued, stops the writer and syncs; later appends fail "closed". The
@@ -173,7 +176,7 @@ struct lmdb_store::impl {
         }
         closed.store(true, std::memory_order_release);
         wake.notify_all();
-        if (writer.joinable() && writer.get_id() != std::this_thread::get_id()) writer.join();
+        if (writer.joinable() && writer_id != std::this_thread::get_id()) writer.join();
         if (env) mdb_env_sync(env, 1);
     }
 
@@ -249,8 +252,10 @@ struct lmdb_store::impl {
         }
     }
 
-    // Moves up to `limit` queued ops, oldest first, into `batch`. Called with the mutex held.
+    // Moves up to `limit` queued ops, oldest first, into `batch`. Called with the mutex held; room
+    // is made first, so nothing is taken when memory runs out.
     void take_queued(std::vector<std::unique_ptr<write_op>>& batch, std::size_t limit) {
+        batch.reserve(batch.size() + std::min(queue.size(), limit));
         while (!queue.empty() && batch.size() < limit) {
             if (!queue.front()->deferred) --urgent;
             batch.push_back(std::move(queue.front()));
@@ -263,7 +268,13 @@ struct lmdb_store::impl {
         auto started = std::chrono::steady_clock::now();
         commit_batch(batch);
         auto finished = std::chrono::steady_clock::now();
-        if (options.on_commit) options.on_commit(batch.size(), finished - started);
+        if (options.on_commit) {
+            try {
+                options.on_commit(batch.size(), finished - started);
+            } catch (...) {
+                // Metrics only: a failing observer must not leave `writing` set and the ops waiting.
+            }
+        }
         bool wake_writer = false;
         {
             std::lock_guard lock(mutex);
@@ -275,28 +286,40 @@ struct lmdb_store::impl {
             dirty = true;
             last_commit = finished;
         }
-        if (wake_writer && std::this_thread::get_id() != writer.get_id()) wake.notify_all();
+        if (wake_writer && std::this_thread::get_id() != writer_id) wake.notify_all();
         for (auto& op : batch) op->complete();
     }
 
-    // Few appends at a time: when no batch is being committed and the last one was small, the
-    // submitting coroutine commits what is queued and its own op itself, on its own thread, instead
-    // of handing them to the writer thread and waiting to be woken: at one call at a time those two
-    // thread switches cost more than the commit itself in fast mode, and about a third of the fsync
-    // in durable mode. Ops queued earlier go first, so the order of records stays the order of
-    // submission. Under load batches grow and every op goes to the writer, whose group commits cost
-    // less per op, and no io thread waits for an fsync. nullopt when the op is to be queued.
+    // Fast mode, an append that comes when the journal is quiet: the submitting coroutine commits
+    // what is queued and its own op itself, on its own thread, instead of handing them to the
+    // writer thread and waiting to be woken. Without an fsync the commit is a few writes to the page
+    // cache, shorter than those two thread switches. Ops queued earlier go first, so the order of
+    // records stays the order of submission. Under load (a large last batch, or commits close
+    // together) every op goes to the writer, whose group commits cost less per op. Durable mode
+    // always uses the writer: an fsync must never hold up an io thread. nullopt (and `fn`
+    // untouched) when the op is to be queued.
     template <class T>
     std::optional<result<T>> try_commit_inline(std::function<result<T>(MDB_txn*)>& fn) {
-        std::vector<std::unique_ptr<write_op>> batch;
-        {
-            std::lock_guard lock(mutex);
-            if (writing || stopping || last_batch > inline_batch_limit) return std::nullopt;
-            writing = true;
-            take_queued(batch, options.max_batch > 1 ? options.max_batch - 1 : 1);
-        }
+        if (options.mode != durability::fast) return std::nullopt;
+        // Everything that may throw is done before `writing` is set.
         auto own = std::make_unique<inline_op<T>>(std::move(fn));
         auto* mine = own.get();
+        std::vector<std::unique_ptr<write_op>> batch;
+        bool quiet = false;
+        {
+            std::lock_guard lock(mutex);
+            quiet = !writing && !stopping && last_batch <= inline_batch_limit &&
+                         std::chrono::steady_clock::now() - last_commit >= inline_quiet;
+            if (quiet) {
+                batch.reserve(std::min(queue.size(), options.max_batch) + 1);
+                writing = true;
+                take_queued(batch, options.max_batch > 1 ? options.max_batch - 1 : 1);
+            }
+        }
+        if (!quiet) {
+            fn = std::move(own->fn);
+            return std::nullopt;
+        }
         batch.push_back(std::move(own));
         commit_and_complete(batch);
         return std::move(mine->outcome);
@@ -528,6 +551,7 @@ result<std::unique_ptr<lmdb_store>> lmdb_store::open(lmdb_options options) {
     if (int rc = mdb_txn_commit(txn); rc != 0) return lmdb_error(rc, "create databases" + where);
     auto* raw = p.get();
     p->writer = std::thread([raw] { raw->writer_loop(); });
+    p->writer_id = p->writer.get_id();
     return std::unique_ptr<lmdb_store>(new lmdb_store(std::move(p)));
 }
 

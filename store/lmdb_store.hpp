@@ -1,7 +1,7 @@
 #pragma once
 // The embedded journal: LMDB, one writer thread that group-commits whatever is queued, short
-// read-only transactions for readers. Nothing to install or start. At low load an append that
-// finds the writer idle is committed by its own coroutine, with what is queued ahead of it.
+// read-only transactions for readers. Nothing to install or start. In fast mode, an append that
+// comes when the journal is quiet is committed by its own coroutine, with what is queued ahead of it.
 
 #include "core/journal.hpp"
 #include "core/pins.hpp"
