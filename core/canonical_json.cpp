@@ -327,6 +327,46 @@ result<void> write_string(std::string& out, std::string_view s) {
     return {};
 }
 
+result<void> write(std::string& out, boost::json::value const& v);
+
+result<void> write_object(std::string& out, boost::json::object const& obj) {
+    std::vector<boost::json::key_value_pair const*> members;
+    members.reserve(obj.size());
+    // UTF-8 byte order is code point order, which is UTF-16 order unless a name holds a
+    // character from U+E000 up (lead byte 0xEE or above): only such names pay for a
+    // UTF-16 copy to sort by.
+    bool bytes_order = true;
+    for (auto const& kv : obj) {
+        auto key = kv.key();
+        if (!is_valid_utf8(key)) return make_error("not_ijson", "member name is not valid UTF-8");
+        for (char ch : key)
+            if (static_cast<unsigned char>(ch) >= 0xEE) bytes_order = false;
+        members.push_back(&kv);
+    }
+    using member = boost::json::key_value_pair const*;
+    if (bytes_order) {
+        // char_traits<char> compares as unsigned char, i.e. by UTF-8 bytes.
+        std::sort(members.begin(), members.end(), [](member a, member b) {
+            return std::string_view(a->key()) < std::string_view(b->key());
+        });
+    } else {
+        std::vector<std::pair<std::u16string, member>> keyed;
+        keyed.reserve(members.size());
+        for (auto m : members) keyed.emplace_back(to_utf16(m->key()), m);
+        std::sort(keyed.begin(), keyed.end(), [](auto const& a, auto const& b) { return a.first < b.first; });
+        for (std::size_t k = 0; k < keyed.size(); ++k) members[k] = keyed[k].second;
+    }
+    out.push_back('{');
+    for (std::size_t k = 0; k < members.size(); ++k) {
+        if (k) out.push_back(',');
+        if (auto r = write_string(out, members[k]->key()); !r) return r;
+        out.push_back(':');
+        if (auto r = write(out, members[k]->value()); !r) return r;
+    }
+    out.push_back('}');
+    return {};
+}
+
 result<void> write(std::string& out, boost::json::value const& v) {
     switch (v.kind()) {
         case boost::json::kind::null: out += "null"; return {};
@@ -351,44 +391,7 @@ result<void> write(std::string& out, boost::json::value const& v) {
             out.push_back(']');
             return {};
         }
-        case boost::json::kind::object: {
-            auto const& obj = v.get_object();
-            std::vector<boost::json::key_value_pair const*> members;
-            members.reserve(obj.size());
-            // UTF-8 byte order is code point order, which is UTF-16 order unless a name holds a
-            // character from U+E000 up (lead byte 0xEE or above): only such names pay for a
-            // UTF-16 copy to sort by.
-            bool bytes_order = true;
-            for (auto const& kv : obj) {
-                auto key = kv.key();
-                if (!is_valid_utf8(key)) return make_error("not_ijson", "member name is not valid UTF-8");
-                for (char ch : key)
-                    if (static_cast<unsigned char>(ch) >= 0xEE) bytes_order = false;
-                members.push_back(&kv);
-            }
-            using member = boost::json::key_value_pair const*;
-            if (bytes_order) {
-                // char_traits<char> compares as unsigned char, i.e. by UTF-8 bytes.
-                std::sort(members.begin(), members.end(), [](member a, member b) {
-                    return std::string_view(a->key()) < std::string_view(b->key());
-                });
-            } else {
-                std::vector<std::pair<std::u16string, member>> keyed;
-                keyed.reserve(members.size());
-                for (auto m : members) keyed.emplace_back(to_utf16(m->key()), m);
-                std::sort(keyed.begin(), keyed.end(), [](auto const& a, auto const& b) { return a.first < b.first; });
-                for (std::size_t k = 0; k < keyed.size(); ++k) members[k] = keyed[k].second;
-            }
-            out.push_back('{');
-            for (std::size_t k = 0; k < members.size(); ++k) {
-                if (k) out.push_back(',');
-                if (auto r = write_string(out, members[k]->key()); !r) return r;
-                out.push_back(':');
-                if (auto r = write(out, members[k]->value()); !r) return r;
-            }
-            out.push_back('}');
-            return {};
-        }
+        case boost::json::kind::object: return write_object(out, v.get_object());
     }
     return make_error("not_ijson", "unknown JSON kind");
 }
@@ -402,6 +405,12 @@ result<boost::json::value> parse_ijson(std::string_view text, std::size_t max_de
 result<std::string> canonical(boost::json::value const& v) {
     std::string out;
     if (auto r = write(out, v); !r) return r.error();
+    return out;
+}
+
+result<std::string> canonical(boost::json::object const& o) {
+    std::string out;
+    if (auto r = write_object(out, o); !r) return r.error();
     return out;
 }
 

@@ -19,6 +19,8 @@ result<boost::json::value> parse_ijson(std::string_view text, std::size_t max_de
 // formatting for doubles, integers written exactly, no insignificant whitespace.
 // Refuses NaN, infinities and strings that are not valid UTF-8 (code "not_ijson").
 result<std::string> canonical(boost::json::value const& v);
+// The same for an object, without copying it into a value first.
+result<std::string> canonical(boost::json::object const& o);
 
 // parse_ijson followed by canonical.
 result<std::string> canonicalize(std::string_view text);

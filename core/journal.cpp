@@ -2,6 +2,8 @@
 
 #include "core/canonical_json.hpp"
 
+#include <boost/json/serialize.hpp>
+
 #include <algorithm>
 #include <array>
 #include <utility>
@@ -52,9 +54,7 @@ result<sha256_digest> hash_canonical_body(sha256_digest const& prev_hash, std::s
 }
 
 result<std::string> canonical_body(boost::json::object const& body) {
-    // canonical() takes a value; a value holding a copy of the object is the only way in, and is
-    // cheap next to the canonicalization itself.
-    auto text = canonical(boost::json::value(body));
+    auto text = canonical(body);
     if (!text) return make_error(text.error().code, "body: " + text.error().message);
     return text;
 }
@@ -167,6 +167,24 @@ boost::json::object to_json(record const& r) {
     o["prev_hash"] = to_hex(r.prev_hash);
     o["hash"] = to_hex(r.hash);
     return o;
+}
+
+std::string serialize_record(record const& r) {
+    // The members in to_json's order, each written by boost::json, without copying the body.
+    std::string out = R"({"run_id":)";
+    out += boost::json::serialize(boost::json::string_view(r.run_id));
+    out += R"(,"seq":)";
+    out += std::to_string(r.seq);
+    out += R"(,"kind":")";
+    out += to_string(r.kind);  // names are plain ASCII words
+    out += R"(","body":)";
+    out += boost::json::serialize(r.body);
+    out += R"(,"prev_hash":")";
+    out += to_hex(r.prev_hash);
+    out += R"(","hash":")";
+    out += to_hex(r.hash);
+    out += R"("})";
+    return out;
 }
 
 result<record> record_from_json(boost::json::value const& v) {

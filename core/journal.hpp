@@ -66,6 +66,8 @@ std::optional<chain_fault> verify_chain(std::vector<record> const& records);
 
 // Record ↔ JSON, for export/import and the REST API. Hashes as lowercase hex.
 boost::json::object to_json(record const& r);
+// boost::json::serialize(to_json(r)), byte for byte, without copying the body.
+std::string serialize_record(record const& r);
 result<record> record_from_json(boost::json::value const& v);
 
 // Run statuses; the store derives a run's status from its records (admitted → running,

@@ -91,8 +91,13 @@ result<append_plan> plan_append(std::string_view run_id, std::optional<run_summa
         }
         plan.summary.head_seq = rec->seq;
         plan.summary.head_hash = rec->hash;
-        plan.records.push_back(*rec);
-        prev = std::move(*rec);
+        // The next record chains to this one's seq and hash only: the body is not copied.
+        record head;
+        head.run_id = rec->run_id;
+        head.seq = rec->seq;
+        head.hash = rec->hash;
+        plan.records.push_back(std::move(*rec));
+        prev = std::move(head);
     }
     return plan;
 }

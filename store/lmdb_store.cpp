@@ -400,7 +400,7 @@ struct lmdb_store::impl {
         if (!plan) return plan.error();
         for (auto const& rec : plan->records) {
             auto k = record_key(run_id, rec.seq);
-            auto v = boost::json::serialize(core::to_json(rec));
+            auto v = core::serialize_record(rec);
             MDB_val key = as_val(k), val = as_val(v);
             if (int rc = mdb_put(txn, records, &key, &val, MDB_NOOVERWRITE); rc != 0)
                 return rc == MDB_KEYEXIST ? make_error("corrupt", "record " + std::to_string(rec.seq) + " of run " +

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 using airlock::core::canonical;
 using airlock::core::canonicalize;
@@ -158,4 +159,17 @@ TEST_CASE("canonical output is stable under whitespace and member order") {
     REQUIRE(a.has_value());
     CHECK(*a == *b);
     CHECK(*a == R"({"a":"x","b":[1,2,{"a":true,"z":null}]})");
+}
+
+TEST_CASE("an object has the same canonical form as a value holding it") {
+    auto v = boost::json::parse(R"({"b":[1,2.5,{"z":null,"a":"\u00e9"}],"a":"x","\ue000":1,"\u00ff":2})");
+    auto as_object = canonical(v.as_object());
+    auto as_value = canonical(v);
+    REQUIRE(as_object.has_value());
+    REQUIRE(as_value.has_value());
+    CHECK(*as_object == *as_value);
+    boost::json::object bad{{"nan", std::numeric_limits<double>::quiet_NaN()}};
+    auto refused = canonical(bad);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().code == "not_ijson");
 }

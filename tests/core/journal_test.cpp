@@ -280,6 +280,23 @@ TEST_CASE("a record survives a round trip through JSON text") {
     }
 }
 
+TEST_CASE("a record is stored as the same bytes whether written from its JSON object or directly") {
+    auto chain = sample_chain();
+    // A run id and a body that need escaping, non-ASCII text, numbers and nesting.
+    boost::json::object body{{"text", "quote \" backslash \\ tab \t newline \n \u00e9\u4e2d"},
+                             {"n", -12},
+                             {"x", 0.5},
+                             {"nested", {{"a", boost::json::array{1, "two", nullptr, true}}}}};
+    new_record odd{record_kind::note, body};
+    auto tricky = chain_next("run \"7\"\\", std::nullopt, odd);
+    REQUIRE(tricky.has_value());
+    chain.push_back(*tricky);
+    for (auto const& r : chain) {
+        INFO("seq " << r.seq << " of " << r.run_id);
+        CHECK(serialize_record(r) == boost::json::serialize(to_json(r)));
+    }
+}
+
 TEST_CASE("record JSON writes hashes as lowercase hex and the kind by name") {
     auto r = sample_chain()[1];
     auto j = to_json(r);
