@@ -3,6 +3,7 @@
 #include "tests/service/endpoint_test_backend.hpp"
 #include "tests/service/endpoint_test_client.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/json_lines.hpp"
 #include "tests/support/peers.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -17,7 +18,6 @@
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -95,22 +95,7 @@ struct stdio_fixture {
 
     // The next message the endpoint writes, or nullopt after the deadline.
     std::optional<json::object> next(std::chrono::milliseconds deadline = 10s) {
-        auto until = std::chrono::steady_clock::now() + deadline;
-        for (;;) {
-            if (auto nl = pending.find('\n'); nl != std::string::npos) {
-                auto line = pending.substr(0, nl);
-                pending.erase(0, nl + 1);
-                return json::parse(line).as_object();
-            }
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-            if (left.count() <= 0) return std::nullopt;
-            pollfd p{from_server[0], POLLIN, 0};
-            if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
-            char buf[8192];
-            auto n = ::read(from_server[0], buf, sizeof buf);
-            if (n <= 0) return std::nullopt;
-            pending.append(buf, static_cast<std::size_t>(n));
-        }
+        return next_json_line(from_server[0], pending, deadline);
     }
 
     // Sends a request and returns the message that answers it, skipping nothing else: callers

@@ -2,6 +2,7 @@
 // on a pair of pipes, fronting the project's conformance fixture as a stdio upstream with
 // `prefix: none`, driven as a 2026-07-28 client. An upstream's question reaches the client as an
 // input_required result; the retry with the answer and the requestState completes the call.
+#include "tests/support/json_lines.hpp"
 #include "tests/support/peers.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -10,7 +11,6 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -128,22 +128,7 @@ struct stdio_airlock {
 
     // The next message airlock writes, or nullopt after the deadline.
     std::optional<json::object> next(std::chrono::milliseconds deadline = 30s) {
-        auto until = std::chrono::steady_clock::now() + deadline;
-        for (;;) {
-            if (auto nl = pending.find('\n'); nl != std::string::npos) {
-                auto line = pending.substr(0, nl);
-                pending.erase(0, nl + 1);
-                return json::parse(line).as_object();
-            }
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-            if (left.count() <= 0) return std::nullopt;
-            pollfd p{from_child, POLLIN, 0};
-            if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
-            char buf[8192];
-            auto n = ::read(from_child, buf, sizeof buf);
-            if (n <= 0) return std::nullopt;
-            pending.append(buf, static_cast<std::size_t>(n));
-        }
+        return next_json_line(from_child, pending, deadline);
     }
 
     // A 2026-07-28 tools/call of `tool` with id `id`; `extra` adds params (inputResponses, requestState).
