@@ -62,6 +62,28 @@ std::uint16_t unused_port() {
     return ntohs(a.sin_port);
 }
 
+// Asks `n` questions through `p` at once and runs them to the end; how many answers echo their
+// own question (each failure or mismatch is reported).
+template <class Api>
+int answered_each_their_own(fixture<Api>& f, http_provider& p, int n) {
+    std::vector<std::future<core::model_result<core::completion>>> answers;
+    for (int i = 0; i < n; ++i)
+        answers.push_back(boost::asio::co_spawn(f.ioc, p.async_complete(ask("question " + std::to_string(i))),
+                                                boost::asio::use_future));
+    f.ioc.restart();
+    f.ioc.run();
+    int right = 0;
+    for (int i = 0; i < n; ++i) {
+        auto r = answers[static_cast<std::size_t>(i)].get();
+        INFO(what(r));
+        CHECK(r.has_value());
+        if (!r) continue;
+        CHECK_THAT(r->text, Catch::EndsWith("You said: question " + std::to_string(i)));
+        if (r->text.ends_with("You said: question " + std::to_string(i))) ++right;
+    }
+    return right;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("a provider waits out a 429 with Retry-After, then succeeds", "", openai_api, anthropic_api) {
@@ -168,18 +190,7 @@ TEMPLATE_TEST_CASE("concurrent completions through one provider each get their o
     fixture<TestType> f;
     http_provider p(f.ioc.get_executor(), f.settings("plain"), f.wire);
     constexpr int n = 16;
-    std::vector<std::future<core::model_result<core::completion>>> answers;
-    for (int i = 0; i < n; ++i)
-        answers.push_back(boost::asio::co_spawn(f.ioc, p.async_complete(ask("question " + std::to_string(i))),
-                                                boost::asio::use_future));
-    f.ioc.restart();
-    f.ioc.run();
-    for (int i = 0; i < n; ++i) {
-        auto r = answers[static_cast<std::size_t>(i)].get();
-        INFO(what(r));
-        REQUIRE(r.has_value());
-        CHECK_THAT(r->text, Catch::EndsWith("You said: question " + std::to_string(i)));
-    }
+    CHECK(answered_each_their_own(f, p, n) == n);
     CHECK(f.api.requests() == n);
 }
 
@@ -190,18 +201,7 @@ TEMPLATE_TEST_CASE("concurrent completions beyond max_connections wait their tur
     s.http.max_connections = 2;
     http_provider p(f.ioc.get_executor(), s, f.wire);
     constexpr int n = 16;
-    std::vector<std::future<core::model_result<core::completion>>> answers;
-    for (int i = 0; i < n; ++i)
-        answers.push_back(boost::asio::co_spawn(f.ioc, p.async_complete(ask("question " + std::to_string(i))),
-                                                boost::asio::use_future));
-    f.ioc.restart();
-    f.ioc.run();
-    for (int i = 0; i < n; ++i) {
-        auto r = answers[static_cast<std::size_t>(i)].get();
-        INFO(what(r));
-        REQUIRE(r.has_value());
-        CHECK_THAT(r->text, Catch::EndsWith("You said: question " + std::to_string(i)));
-    }
+    CHECK(answered_each_their_own(f, p, n) == n);
     auto log = f.api.log();
     CHECK(log.at("requests").as_array().size() == n);
     CHECK(log.at("connections").as_int64() <= 2);
