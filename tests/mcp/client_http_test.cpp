@@ -1,9 +1,9 @@
 // The MCP client against real servers over Streamable HTTP, in both eras, and the upstream faults
 // that decide what a failed call means.
 #include "mcp/client.hpp"
-#include "mcp/http_transport.hpp"
 #include "mcp/stdio_transport.hpp"
 
+#include "tests/support/mcp_http_client.hpp"
 #include "tests/support/node_peers.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/with_client.hpp"
@@ -25,15 +25,11 @@ using airlock::testing::with_client;
 namespace {
 
 std::unique_ptr<mcp::mcp_client> http_client(asio::io_context& ioc, std::string name, std::string url) {
-    mcp::http_transport_options ho;
-    ho.server_name = name;
-    ho.url = std::move(url);
     mcp::client_options co;
     co.server_name = name;
-    co.kind = mcp::transport_kind::http;
     co.connect_deadline = std::chrono::seconds(20);
     co.call_deadline = std::chrono::seconds(20);
-    return std::make_unique<mcp::mcp_client>(std::make_unique<mcp::http_transport>(ioc.get_executor(), ho), co);
+    return testing::http_mcp_client(ioc.get_executor(), std::move(url), std::move(co));
 }
 
 core::tool_id id(char const* uri) { return *core::tool_id::parse(uri); }

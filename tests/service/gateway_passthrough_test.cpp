@@ -4,10 +4,10 @@
 // messages, sampling questions, resource updates) and of a client's cancellation.
 #include "service/gateway.hpp"
 
-#include "mcp/http_transport.hpp"
 #include "mcp/stdio_transport.hpp"
 #include "store/memory_store.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/mcp_http_client.hpp"
 #include "tests/support/peers.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -84,14 +84,10 @@ std::shared_ptr<mcp::mcp_client> stdio_client(asio::io_context& ioc, std::string
 }
 
 std::shared_ptr<mcp::mcp_client> http_client(asio::io_context& ioc, std::string name, std::string url) {
-    mcp::http_transport_options ho;
-    ho.server_name = name;
-    ho.url = std::move(url);
     mcp::client_options co;
     co.server_name = name;
-    co.kind = mcp::transport_kind::http;
     co.capabilities = {{"sampling", json::object{}}, {"elicitation", json::object{}}};
-    return std::make_shared<mcp::mcp_client>(std::make_unique<mcp::http_transport>(ioc.get_executor(), ho), co);
+    return testing::http_mcp_client(ioc.get_executor(), std::move(url), std::move(co));
 }
 
 struct harness {
