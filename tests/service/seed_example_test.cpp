@@ -191,6 +191,25 @@ struct seed_outcome {
     std::optional<std::uint64_t> replay_calls;  // model + tool calls its strict replay made, if replayed
 };
 
+seed_outcome outcome_of(testing::finished_run const& run) {
+    return {run.view.summary.status, of_kind(run.records, core::record_kind::policy_denied).size(), std::nullopt};
+}
+
+// Checks that the run succeeded with exactly one refusal, of `tool` for `reason`, and that the
+// model was told its call `call_id` failed; that refusal's record.
+core::record the_one_refusal(testing::finished_run const& run, recording_provider const& provider,
+                             std::string const& call_id, char const* reason, char const* tool) {
+    CHECK(run.view.summary.status == "succeeded");
+    auto denied = of_kind(run.records, core::record_kind::policy_denied);
+    REQUIRE(denied.size() == 1);
+    CHECK(denied[0].body.at("reason") == reason);
+    CHECK(denied[0].body.at("tool") == tool);
+    auto answered = tool_answer(provider, call_id);
+    REQUIRE(answered != nullptr);
+    CHECK(answered->is_error);
+    return denied[0];
+}
+
 // (1) and (5): the first run.
 seed_outcome the_read_is_answered_and_replays_with_zero_calls(ledger_kind kind) {
     seed_world w(kind);
@@ -199,8 +218,7 @@ seed_outcome the_read_is_answered_and_replays_with_zero_calls(ledger_kind kind) 
     auto r = w.make(provider);
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
-        out.status = run.view.summary.status;
-        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
+        out = outcome_of(run);
         CHECK(run.view.summary.status == "succeeded");
         CHECK(run.view.output == json::value("AC-1 holds 42."));
         // The answer is the model's: labelled untrusted.
@@ -233,8 +251,7 @@ seed_outcome the_journal_has_an_effect_per_turn_and_call_and_verifies(ledger_kin
     std::string run_id;
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
-        out.status = run.view.summary.status;
-        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
+        out = outcome_of(run);
         REQUIRE(run.view.summary.status == "succeeded");
         run_id = run.run_id;
         auto started = of_kind(run.records, core::record_kind::effect_started);
@@ -280,17 +297,9 @@ turns:
     auto r = w.make(provider);
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
-        out.status = run.view.summary.status;
-        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
-        CHECK(run.view.summary.status == "succeeded");
-        auto denied = of_kind(run.records, core::record_kind::policy_denied);
-        REQUIRE(denied.size() == 1);
-        CHECK(denied[0].body.at("reason") == "not_granted");
-        CHECK(denied[0].body.at("tool") == "ledger__write");
+        out = outcome_of(run);
         // Reported to the model as a failed call, and nothing reached the ledger.
-        auto answered = tool_answer(*provider, "call_w");
-        REQUIRE(answered != nullptr);
-        CHECK(answered->is_error);
+        the_one_refusal(run, *provider, "call_w", "not_granted", "ledger__write");
         CHECK(w.ledger->reads + w.ledger->posts == 0);
     });
     return out;
@@ -308,18 +317,10 @@ turns:
     auto r = w.make(provider);
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
-        out.status = run.view.summary.status;
-        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
-        CHECK(run.view.summary.status == "succeeded");
-        auto denied = of_kind(run.records, core::record_kind::policy_denied);
-        REQUIRE(denied.size() == 1);
-        CHECK(denied[0].body.at("reason") == "protected_field_untrusted");
-        CHECK(denied[0].body.at("tool") == "tool://ledger/post");
-        INFO(json::serialize(denied[0].body));
-        CHECK(std::string(denied[0].body.at("detail").as_string()).find("/account") != std::string::npos);
-        auto answered = tool_answer(*provider, "call_p");
-        REQUIRE(answered != nullptr);
-        CHECK(answered->is_error);
+        out = outcome_of(run);
+        auto denied = the_one_refusal(run, *provider, "call_p", "protected_field_untrusted", "tool://ledger/post");
+        INFO(json::serialize(denied.body));
+        CHECK(std::string(denied.body.at("detail").as_string()).find("/account") != std::string::npos);
         // The ledger never saw the post: its count stays 0 and the balance is as it opened.
         CHECK(w.ledger->posts == 0);
         if (w.state) CHECK(w.state->posts() == 0);
@@ -350,8 +351,7 @@ turns:
     auto r = w.make(provider);
     w.run([&]() -> asio::awaitable<void> {
         auto run = co_await run_to_end(r);
-        out.status = run.view.summary.status;
-        out.denials = of_kind(run.records, core::record_kind::policy_denied).size();
+        out = outcome_of(run);
         CHECK(run.view.summary.status == "failed");
         CHECK(run.view.reason.find("max_turns (4)") != std::string::npos);
         CHECK(run.view.output.is_null());
