@@ -11,6 +11,7 @@
 #include "service/runner.hpp"
 #include "store/memory_store.hpp"
 #include "tests/support/agent_runs.hpp"
+#include "tests/support/observing_client.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -63,19 +64,13 @@ std::shared_ptr<service::scripted_provider> script(std::string const& yaml) {
 }
 
 // Records what reaches the in-process tools: the provenance block of every call.
-class recording_client final : public core::tool_client {
+class recording_client final : public testing::observing_client {
 public:
-    explicit recording_client(std::shared_ptr<core::tool_client> inner) : inner_(std::move(inner)) {}
-    asio::awaitable<core::tool_result<json::value>> async_call(core::tool_id tool, json::value arguments,
-                                                               std::optional<core::provenance> prov) override {
-        seen.push_back(prov);
-        co_return co_await inner_->async_call(std::move(tool), std::move(arguments), std::move(prov));
-    }
-    core::destination destination_of(core::tool_id const& tool) const override { return inner_->destination_of(tool); }
+    using observing_client::observing_client;
     std::vector<std::optional<core::provenance>> seen;
 
 private:
-    std::shared_ptr<core::tool_client> inner_;
+    void observe(core::tool_id const&, std::optional<core::provenance> const& prov) override { seen.push_back(prov); }
 };
 
 // A provider that does not answer until released: runs stay under way as long as a test needs.

@@ -18,6 +18,7 @@
 #include "store/lmdb_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/agent_runs.hpp"
+#include "tests/support/observing_client.hpp"
 #include "tests/support/teller_example.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -42,19 +43,15 @@ namespace {
 enum class ledger_kind { toolbox, stdio };
 
 // Counts the calls that reach the ledger, by tool name, whichever ledger it is.
-class counting_client final : public core::tool_client {
+class counting_client final : public testing::observing_client {
 public:
-    explicit counting_client(std::shared_ptr<core::tool_client> inner) : inner_(std::move(inner)) {}
-    asio::awaitable<core::tool_result<json::value>> async_call(core::tool_id tool, json::value arguments,
-                                                               std::optional<core::provenance> prov) override {
-        ++(tool.name() == "post" ? posts : reads);
-        co_return co_await inner_->async_call(std::move(tool), std::move(arguments), std::move(prov));
-    }
-    core::destination destination_of(core::tool_id const& tool) const override { return inner_->destination_of(tool); }
+    using observing_client::observing_client;
     std::atomic<int> reads{0}, posts{0};
 
 private:
-    std::shared_ptr<core::tool_client> inner_;
+    void observe(core::tool_id const& tool, std::optional<core::provenance> const&) override {
+        ++(tool.name() == "post" ? posts : reads);
+    }
 };
 
 // What the model was sent, turn by turn.
