@@ -301,25 +301,21 @@ struct lmdb_store::impl {
     template <class T>
     std::optional<result<T>> try_commit_inline(std::function<result<T>(MDB_txn*)>& fn) {
         if (options.mode != durability::fast) return std::nullopt;
-        // Everything that may throw is done before `writing` is set.
-        auto own = std::make_unique<inline_op<T>>(std::move(fn));
-        auto* mine = own.get();
+        std::unique_ptr<inline_op<T>> own;
         std::vector<std::unique_ptr<write_op>> batch;
-        bool quiet = false;
         {
             std::lock_guard lock(mutex);
-            quiet = !writing && !stopping && last_batch <= inline_batch_limit &&
-                         std::chrono::steady_clock::now() - last_commit >= inline_quiet;
-            if (quiet) {
-                batch.reserve(std::min(queue.size(), options.max_batch) + 1);
-                writing = true;
-                take_queued(batch, options.max_batch > 1 ? options.max_batch - 1 : 1);
-            }
+            if (writing || stopping || last_batch > inline_batch_limit ||
+                std::chrono::steady_clock::now() - last_commit < inline_quiet)
+                return std::nullopt;
+            // Everything that may throw is done before `writing` is set (and `fn` is taken only
+            // once its op exists).
+            batch.reserve(std::min(queue.size(), options.max_batch) + 1);
+            own = std::make_unique<inline_op<T>>(std::move(fn));
+            writing = true;
+            take_queued(batch, options.max_batch > 1 ? options.max_batch - 1 : 1);
         }
-        if (!quiet) {
-            fn = std::move(own->fn);
-            return std::nullopt;
-        }
+        auto* mine = own.get();
         batch.push_back(std::move(own));
         commit_and_complete(batch);
         return std::move(mine->outcome);
