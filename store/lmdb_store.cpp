@@ -144,6 +144,9 @@ struct inline_op final : result_op<T> {
 // closer together than that, even from coroutines on one thread, and goes to the writer.
 constexpr std::size_t inline_batch_limit = 2;
 constexpr std::chrono::microseconds inline_quiet{250};
+// How long after the last commit the writer keeps looking at the queue every defer_limit unasked
+// (see writer_loop); later, a deferred append wakes it.
+constexpr std::chrono::seconds deferred_watch{1};
 
 struct lmdb_store::impl {
     lmdb_options options;
@@ -162,6 +165,9 @@ struct lmdb_store::impl {
     bool dirty = false;
     std::chrono::steady_clock::time_point last_commit;
     std::size_t last_batch = 0;  // ops in the last batch committed
+    // When the writer, asleep, will look at the queue again of its own accord (min(): it is awake
+    // and will look before it sleeps). A deferred op due after that needs no wake-up.
+    std::chrono::steady_clock::time_point writer_alarm = std::chrono::steady_clock::time_point::min();
     std::atomic<bool> closed{false};
     std::thread writer;
     std::thread::id writer_id;  // set once, before any append: `writer` itself is reset by join()
@@ -190,9 +196,9 @@ struct lmdb_store::impl {
         {
             std::lock_guard lock(mutex);
             if (!stopping) {
-                // A deferred op wakes the writer only to set its deadline (when nothing else is
-                // queued, the writer may be waiting without one); an urgent op always does.
-                notify = !op->deferred || queue.empty();
+                // An urgent op always wakes the writer; a deferred one only when the writer would
+                // otherwise sleep past the op's due time.
+                notify = !op->deferred || writer_alarm > op->due;
                 if (!op->deferred) ++urgent;
                 queue.push_back(std::move(op));
                 op = nullptr;
@@ -214,9 +220,10 @@ struct lmdb_store::impl {
             {
                 std::unique_lock lock(mutex);
                 for (;;) {
-                    // A batch committed by a submitting coroutine is let finish first.
+                    // A batch committed by a submitting coroutine is let finish first; its end
+                    // wakes the writer when something is queued.
                     if (writing) {
-                        wake.wait_for(lock, options.sync_interval);
+                        sleep_until(lock, steady::now() + options.sync_interval);
                         continue;
                     }
                     if (stopping || urgent > 0) break;
@@ -230,11 +237,14 @@ struct lmdb_store::impl {
                         sync_now = queue.empty();  // otherwise commit what is deferred; the sync follows later
                         break;
                     }
-                    auto const wake_at = queue.empty() ? sync_at : std::min(sync_at, queue.front()->due);
-                    if (wake_at == steady::time_point::max())
-                        wake.wait(lock);
-                    else
-                        wake.wait_until(lock, wake_at);
+                    auto wake_at = queue.empty() ? sync_at : std::min(sync_at, queue.front()->due);
+                    // While appends keep coming, the writer looks at the queue every defer_limit
+                    // of its own accord, so the deferred outcome of every call need not wake it
+                    // (one futex wake and two thread switches a call); once the journal has been
+                    // quiet for a while it sleeps until woken.
+                    if (queue.empty() && now - last_commit < deferred_watch)
+                        wake_at = std::min(wake_at, now + options.defer_limit);
+                    sleep_until(lock, wake_at);
                 }
                 if (queue.empty() && stopping) return;
                 if (sync_now) dirty = false;
@@ -250,6 +260,16 @@ struct lmdb_store::impl {
             }
             commit_and_complete(batch);
         }
+    }
+
+    // Waits on `wake` (mutex held) until woken or `until`, saying meanwhile when it will look again.
+    void sleep_until(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until) {
+        writer_alarm = until;
+        if (until == std::chrono::steady_clock::time_point::max())
+            wake.wait(lock);
+        else
+            wake.wait_until(lock, until);
+        writer_alarm = std::chrono::steady_clock::time_point::min();
     }
 
     // Moves up to `limit` queued ops, oldest first, into `batch`. Called with the mutex held; room

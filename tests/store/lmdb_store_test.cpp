@@ -266,11 +266,15 @@ TEST_CASE("a byte flipped in a stored record makes verify name that run and seq"
 
 namespace {
 
-std::unique_ptr<store::lmdb_store> open_deferring(std::filesystem::path const& dir, std::chrono::milliseconds limit) {
+std::unique_ptr<store::lmdb_store> open_deferring(std::filesystem::path const& dir, std::chrono::milliseconds limit,
+                                                  store::durability mode = store::durability::durable) {
     store::lmdb_options o;
     o.directory = dir;
     o.map_size = std::size_t{64} << 20;
     o.defer_limit = limit;
+    o.mode = mode;
+    // Fast mode's periodic sync must not be what commits a deferred append in these tests.
+    o.sync_interval = std::chrono::minutes(10);
     auto s = store::lmdb_store::open(o);
     REQUIRE(s.has_value());
     return std::move(*s);
@@ -323,8 +327,12 @@ TEST_CASE("a deferred append is committed in the same transaction as the next ap
 }
 
 TEST_CASE("a deferred append with nothing to ride along is committed on its own") {
+    // Right after a commit the writer is not woken for a deferred append: it looks at the queue
+    // every defer_limit by itself. Were it not to, the append would wait for the next urgent one
+    // (durable) or the ten-minute sync (fast), and this test would hang.
+    auto mode = GENERATE(store::durability::durable, store::durability::fast);
     temp_dir dir;
-    auto s = open_deferring(dir.path(), std::chrono::milliseconds(5));
+    auto s = open_deferring(dir.path(), std::chrono::milliseconds(5), mode);
     REQUIRE(run_awaitable(s->async_append("alone", {admitted()})).has_value());
     auto r = run_awaitable(s->async_append_deferred("alone", {note("outcome")}));
     REQUIRE(r.has_value());
@@ -333,6 +341,21 @@ TEST_CASE("a deferred append with nothing to ride along is committed on its own"
     auto recs = reread(dir.path(), "alone");
     REQUIRE(recs.size() == 2);
     CHECK(recs.back().body.at("text") == "outcome");
+}
+
+TEST_CASE("a deferred append to an idle journal wakes the writer") {
+    // With no recent commit the writer sleeps until woken (durable) or until the ten-minute sync
+    // (fast): the deferred append must wake it, or this test hangs. The pause lets the new
+    // writer thread reach its sleep first.
+    auto mode = GENERATE(store::durability::durable, store::durability::fast);
+    temp_dir dir;
+    auto s = open_deferring(dir.path(), std::chrono::milliseconds(5), mode);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto r = run_awaitable(s->async_append_deferred("first", {admitted()}));
+    REQUIRE(r.has_value());
+    CHECK(r->front().seq == 1);
+    s.reset();
+    CHECK(reread(dir.path(), "first").size() == 1);
 }
 
 TEST_CASE("closing the journal commits deferred appends instead of dropping them") {
