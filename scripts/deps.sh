@@ -8,7 +8,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 debian_packages=(
   g++ make cmake ninja-build pkg-config
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libssl-dev liblmdb-dev lmdb-utils catch2 libyaml-cpp-dev libspdlog-dev
+  libssl-dev liblmdb-dev lmdb-utils catch2 libyaml-cpp-dev libspdlog-dev libjemalloc-dev
   nginx-light prometheus ccache curl
 )
 # The machine image may ship its own Node.js; Debian's is only brought in when there is no npm at all.
