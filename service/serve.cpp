@@ -4,6 +4,7 @@
 #include "mcp/router.hpp"
 #include "mcp/stdio_transport.hpp"
 #include "service/config.hpp"
+#include "service/cpus.hpp"
 #include "service/gateway.hpp"
 #include "service/health.hpp"
 #include "service/http_server.hpp"
@@ -635,7 +636,7 @@ int run_serve(std::vector<std::string> const& args) {
     apply_logging(*c, logging);
     if (listen) parse_listen(*listen, c->server);
     if (threads_override) c->server.threads = *threads_override;
-    unsigned threads = c->server.threads ? c->server.threads : std::max(1u, std::thread::hardware_concurrency());
+    unsigned threads = c->server.threads ? c->server.threads : usable_cpus();
 
     asio::io_context ioc(static_cast<int>(threads));
     lifecycle life;
@@ -745,8 +746,9 @@ int run_serve(std::vector<std::string> const& args) {
     // Agent runs a previous process admitted and did not finish go on from their journals.
     asio::co_spawn(ioc, async_resume_runs(sc->runs), asio::detached);
     // The line tests and scripts wait for; it names the address actually bound (port 0 → a free one).
-    spdlog::info("airlock {} listening on {} ({} upstreams, {} principals, journal {})", AIRLOCK_VERSION, where,
-                 c->upstreams.size(), c->principals.size(), c->journal.directory.string());
+    spdlog::info("airlock {} listening on {} ({} upstreams, {} principals, journal {}, {} I/O thread{})", AIRLOCK_VERSION,
+                 where, c->upstreams.size(), c->principals.size(), c->journal.directory.string(), threads,
+                 threads == 1 ? "" : "s");
     if (hints.value_or(::isatty(STDOUT_FILENO) == 1)) std::cout << start_hints(*c, where) << std::flush;
 
     // Stopping: upstream children get a moment to be stopped by their clients, then the loop ends.
