@@ -3,6 +3,7 @@
 #include "mcp/era.hpp"
 #include "mcp/http_pool.hpp"
 #include "mcp/messages.hpp"
+#include "mcp/on_strand.hpp"
 #include "mcp/sse.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -567,26 +568,26 @@ asio::awaitable<transport_result<void>> http_transport::async_open() {
     auto s = state_;
     if (s->setup_problem) co_return fail(kind::not_sent, *s->setup_problem);
     auto task = s->open_op();
-    co_await asio::co_spawn(s->strand, std::move(task), use_awaitable);
+    co_await co_await_on(s->strand, std::move(task));
     co_return transport_result<void>{};
 }
 
 asio::awaitable<transport_result<message>> http_transport::async_request(request req, request_options opts) {
     auto s = state_;
     auto task = s->request_op(std::move(req), std::move(opts));
-    co_return co_await asio::co_spawn(s->strand, std::move(task), use_awaitable);
+    co_return co_await co_await_on(s->strand, std::move(task));
 }
 
 asio::awaitable<transport_result<void>> http_transport::async_notify(notification n) {
     auto s = state_;
     auto task = s->notify_op(std::move(n));
-    co_return co_await asio::co_spawn(s->strand, std::move(task), use_awaitable);
+    co_return co_await co_await_on(s->strand, std::move(task));
 }
 
 asio::awaitable<void> http_transport::async_close() {
     auto s = state_;
     auto task = s->close_op();
-    co_await asio::co_spawn(s->strand, std::move(task), use_awaitable);
+    co_await co_await_on(s->strand, std::move(task));
 }
 
 void http_transport::set_protocol_version(std::string v) {

@@ -1,5 +1,7 @@
 #include "mcp/stdio_transport.hpp"
 
+#include "mcp/on_strand.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
@@ -965,22 +967,26 @@ stdio_transport::~stdio_transport() {
 
 asio::awaitable<transport_result<void>> stdio_transport::async_open() {
     auto s = state_;
-    co_return co_await asio::co_spawn(s->strand, s->do_open(s), use_awaitable);
+    auto task = s->do_open(s);
+    co_return co_await co_await_on(s->strand, std::move(task));
 }
 
 asio::awaitable<transport_result<message>> stdio_transport::async_request(request req, request_options opts) {
     auto s = state_;
-    co_return co_await asio::co_spawn(s->strand, s->do_request(s, std::move(req), std::move(opts)), use_awaitable);
+    auto task = s->do_request(s, std::move(req), std::move(opts));
+    co_return co_await co_await_on(s->strand, std::move(task));
 }
 
 asio::awaitable<transport_result<void>> stdio_transport::async_notify(notification n) {
     auto s = state_;
-    co_return co_await asio::co_spawn(s->strand, s->do_notify(s, std::move(n)), use_awaitable);
+    auto task = s->do_notify(s, std::move(n));
+    co_return co_await co_await_on(s->strand, std::move(task));
 }
 
 asio::awaitable<void> stdio_transport::async_close() {
     auto s = state_;
-    co_await asio::co_spawn(s->strand, s->do_close(s), use_awaitable);
+    auto task = s->do_close(s);
+    co_await co_await_on(s->strand, std::move(task));
 }
 
 void stdio_transport::set_protocol_version(std::string version) {

@@ -3,6 +3,7 @@
 #include "mcp/era.hpp"
 #include "mcp/jsonrpc.hpp"
 #include "mcp/messages.hpp"
+#include "mcp/on_strand.hpp"
 #include "service/mcp_endpoint.hpp"
 #include "service/mrtr_rounds.hpp"
 
@@ -601,7 +602,8 @@ asio::awaitable<void> async_serve_stdio(std::shared_ptr<mcp::server_backend> bac
                                         int in_fd, int out_fd) {
     auto strand = asio::make_strand(co_await asio::this_coro::executor);
     auto state = std::make_shared<stdio_state>(std::move(backend), std::move(options), strand);
-    co_await asio::co_spawn(strand, serve_on_strand(state, in_fd, out_fd), use_awaitable);
+    auto task = serve_on_strand(state, in_fd, out_fd);
+    co_await mcp::co_await_on(strand, std::move(task));
 }
 
 }  // namespace airlock::service

@@ -1,6 +1,7 @@
 #include "service/providers/http_client.hpp"
 
 #include "mcp/http_pool.hpp"
+#include "mcp/on_strand.hpp"
 #include "mcp/router.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -302,7 +303,7 @@ asio::awaitable<core::model_result<json::value>> http_client::async_post_json(st
     auto s = state_;
     auto text = json::serialize(body);
     auto task = s->post_op(std::move(path), std::move(text));
-    co_return co_await asio::co_spawn(s->strand, std::move(task), use_awaitable);
+    co_return co_await mcp::co_await_on(s->strand, std::move(task));
 }
 
 core::destination http_client::destination() const { return state_->dest; }
