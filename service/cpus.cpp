@@ -8,7 +8,6 @@
 #include <sstream>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace airlock::service {
 
@@ -34,6 +33,11 @@ std::optional<long long> number(std::string_view s) {
 std::optional<unsigned> cpus_for(long long quota, long long period) {
     if (quota <= 0 || period <= 0) return std::nullopt;
     return static_cast<unsigned>(std::max<long long>(1, (quota + period - 1) / period));
+}
+
+// Keeps in `best` the lower of it and `l`, where nullopt means "no limit".
+void keep_tighter(std::optional<unsigned>& best, std::optional<unsigned> l) {
+    if (l && (!best || *l < *best)) best = l;
 }
 
 std::optional<std::string> read_text(fs::path const& p) {
@@ -79,12 +83,9 @@ own_cgroups read_own_cgroups() {
 template <class F>
 std::optional<unsigned> tightest(fs::path const& mount, std::string const& own, F limit_at) {
     std::optional<unsigned> best;
-    auto take = [&](fs::path const& dir) {
-        if (auto l = limit_at(dir); l && (!best || *l < *best)) best = l;
-    };
     fs::path rel = fs::path(own).relative_path();
     for (;;) {
-        take(mount / rel);
+        keep_tighter(best, limit_at(mount / rel));
         if (rel.empty()) break;
         rel = rel.parent_path();
     }
@@ -94,11 +95,8 @@ std::optional<unsigned> tightest(fs::path const& mount, std::string const& own, 
 std::optional<unsigned> cgroup_limit(fs::path const& root) {
     auto own = read_own_cgroups();
     std::optional<unsigned> limit;
-    auto keep = [&](std::optional<unsigned> l) {
-        if (l && (!limit || *l < *limit)) limit = l;
-    };
     if (own.v2)
-        keep(tightest(root, *own.v2, [](fs::path const& dir) -> std::optional<unsigned> {
+        keep_tighter(limit, tightest(root, *own.v2, [](fs::path const& dir) -> std::optional<unsigned> {
             auto text = read_text(dir / "cpu.max");
             return text ? cpu_limit_of_cpu_max(*text) : std::nullopt;
         }));
@@ -108,7 +106,7 @@ std::optional<unsigned> cgroup_limit(fs::path const& root) {
             auto mount = root / name;
             std::error_code ec;
             if (!fs::exists(mount / "cpu.cfs_quota_us", ec)) continue;
-            keep(tightest(mount, *own.v1_cpu, [](fs::path const& dir) -> std::optional<unsigned> {
+            keep_tighter(limit, tightest(mount, *own.v1_cpu, [](fs::path const& dir) -> std::optional<unsigned> {
                 auto quota = read_text(dir / "cpu.cfs_quota_us");
                 auto period = read_text(dir / "cpu.cfs_period_us");
                 return quota && period ? cpu_limit_of_cfs(*quota, *period) : std::nullopt;
