@@ -84,6 +84,16 @@ std::optional<sha256_digest> parse_digest(std::string_view hex) noexcept {
 
 }  // namespace
 
+std::vector<new_record> one_record(new_record rec) {
+    std::vector<new_record> batch;
+    batch.push_back(std::move(rec));
+    return batch;
+}
+
+std::vector<new_record> one_record(record_kind kind, boost::json::object body) {
+    return one_record(new_record{kind, std::move(body)});
+}
+
 std::string_view to_string(record_kind k) noexcept {
     for (auto const& [kind, name] : kind_names)
         if (kind == k) return name;

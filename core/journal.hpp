@@ -40,6 +40,11 @@ struct new_record {
     boost::json::object body;
 };
 
+// A batch of one record, the body moved in: a braced list would copy it (its elements are const),
+// and a body carries a call's whole arguments and provenance.
+std::vector<new_record> one_record(new_record rec);
+std::vector<new_record> one_record(record_kind kind, boost::json::object body);
+
 struct record {
     std::string run_id;
     std::uint64_t seq = 0;  // 1-based, contiguous per run

@@ -200,6 +200,55 @@ json::value to_json(message const& m) {
     return std::visit([](auto const& x) { return json::value_from(x); }, m);
 }
 
-std::string serialize(message const& m) { return json::serialize(to_json(m)); }
+namespace {
+
+// Requests, notifications and responses are written around their payload instead of copying the
+// payload (a call's arguments and provenance, a tool's result) into an envelope object first; the
+// text is the same as to_json's, member for member.
+constexpr std::string_view envelope = R"({"jsonrpc":"2.0")";
+
+void put_id(std::string& out, request_id const& id) {
+    out += R"(,"id":)";
+    out += to_string(id);
+}
+
+void put_method(std::string& out, std::string const& method) {
+    out += R"(,"method":)";
+    out += json::serialize(json::string_view(method));
+}
+
+void put_object(std::string& out, std::string_view member, json::object const& o) {
+    out += ",\"";
+    out += member;
+    out += "\":";
+    out += json::serialize(o);
+}
+
+}  // namespace
+
+std::string serialize(request const& r) {
+    std::string out(envelope);
+    put_id(out, r.id);
+    put_method(out, r.method);
+    if (r.params) put_object(out, "params", *r.params);
+    out += '}';
+    return out;
+}
+
+std::string serialize(message const& m) {
+    if (auto const* r = std::get_if<request>(&m)) return serialize(*r);
+    std::string out(envelope);
+    if (auto const* n = std::get_if<notification>(&m)) {
+        put_method(out, n->method);
+        if (n->params) put_object(out, "params", *n->params);
+    } else if (auto const* re = std::get_if<response>(&m)) {
+        put_id(out, re->id);
+        put_object(out, "result", re->result);
+    } else {
+        return json::serialize(to_json(m));
+    }
+    out += '}';
+    return out;
+}
 
 }  // namespace airlock::mcp

@@ -91,6 +91,7 @@ error_response make_error_response(std::optional<request_id> id, std::int64_t co
 boost::json::value to_json(request_id const& id);
 boost::json::value to_json(message const& m);
 std::string serialize(message const& m);  // compact JSON text, no trailing newline
+std::string serialize(request const& r);  // the same, without copying the request into a message
 
 // For logs and error texts: 7 or "abc" (with quotes).
 std::string to_string(request_id const& id);

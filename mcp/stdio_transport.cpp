@@ -862,7 +862,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
             p->wants_log = meta->contains("io.modelcontextprotocol/logLevel");
         }
         pending.emplace(req.id, p);
-        enqueue(c, serialize(message{req}), p);
+        enqueue(c, serialize(req), p);
 
         p->timer.expires_at(give_up);
         auto [ec] = co_await p->timer.async_wait(as_tuple(use_awaitable));

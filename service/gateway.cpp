@@ -119,7 +119,7 @@ bool is_method_not_found(mcp::handler_result const& r) {
 // committed within the store's defer_limit.
 asio::awaitable<void> async_journal_outcome(std::shared_ptr<core::journal_store> journal, std::string run,
                                             core::new_record rec) {
-    std::vector<core::new_record> batch{std::move(rec)};
+    auto batch = core::one_record(std::move(rec));
     core::result<std::vector<core::record>> r = core::make_error("internal", "not written");
     if (auto* lmdb = dynamic_cast<store::lmdb_store*>(journal.get()))
         r = co_await lmdb->async_append_deferred(run, std::move(batch));
@@ -445,15 +445,16 @@ asio::awaitable<std::vector<json::object>> gateway::async_tools_for(std::string 
     co_return out;
 }
 
-asio::awaitable<std::optional<gateway::catalogue_entry>> gateway::async_resolve(gateway_principal const& p,
-                                                                               std::string const& name) {
+asio::awaitable<std::shared_ptr<gateway::catalogue_entry const>> gateway::async_resolve(gateway_principal const& p,
+                                                                                       std::string const& name) {
     // Byte-for-byte among the principal's grants: no trimming, no case folding, no near misses.
     for (auto const& up : options_.upstreams) {
         auto entries = co_await async_catalogue(up);
         for (auto const& e : *entries)
-            if (e.exposed_name == name && p.grants.grant_for(e.id)) co_return e;
+            if (e.exposed_name == name && p.grants.grant_for(e.id))
+                co_return std::shared_ptr<catalogue_entry const>(entries, &e);
     }
-    co_return std::nullopt;
+    co_return nullptr;
 }
 
 core::result<std::optional<mcp::list_position>> gateway::cursor_of(mcp::request const& req, std::string_view list,
@@ -528,7 +529,7 @@ asio::awaitable<core::result<std::string>> gateway::async_admitted_run(std::stri
         co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     }
     admitted_body["admitted_at"] = rfc3339(options_.clock());
-    std::vector<core::new_record> admit{{core::record_kind::run_admitted, std::move(admitted_body)}};
+    auto admit = core::one_record(core::record_kind::run_admitted, std::move(admitted_body));
     auto r = co_await options_.journal->async_append(run, std::move(admit));
     std::lock_guard lock(mutex_);
     if (!r) {
@@ -542,6 +543,11 @@ asio::awaitable<core::result<std::string>> gateway::async_admitted_run(std::stri
 asio::awaitable<core::result<std::string>> gateway::async_run_for(mcp::request_context const& ctx,
                                                                   gateway_principal const& p) {
     auto key = ctx.session_id.empty() ? "principal:" + p.name : "session:" + ctx.session_id;
+    // Every call but a session's first finds its run admitted: no admission body to build.
+    {
+        std::lock_guard lock(mutex_);
+        if (auto it = runs_.find(key); it != runs_.end() && it->second.admitted) co_return it->second.run;
+    }
     json::object body;
     body["agent"] = {{"name", p.grants.name}, {"version", p.grants.version}, {"digest", p.grants.digest}};
     body["input"] = {{"principal", p.name}, {"session", ctx.session_id}, {"era", mcp::to_string(ctx.client_era)},
@@ -560,7 +566,7 @@ asio::awaitable<core::result<std::string>> gateway::async_gateway_run() {
 }
 
 asio::awaitable<void> gateway::async_journal(std::string run, core::new_record rec) {
-    std::vector<core::new_record> batch{std::move(rec)};
+    auto batch = core::one_record(std::move(rec));
     auto r = co_await options_.journal->async_append(run, std::move(batch));
     if (!r) spdlog::error("journal: run {}: {}", run, r.error().message);
 }
@@ -681,7 +687,7 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     json::object started{{"effect_key", key},       {"target", "tool"},        {"tool", entry->id.uri()},
                          {"arguments", arguments}, {"mutates", grant->mutates}, {"attempt", 1},
                          {"provenance", core::to_json(*prov)}, {"request_id", ctx.request_id_text}};
-    std::vector<core::new_record> start_batch{{core::record_kind::effect_started, std::move(started)}};
+    auto start_batch = core::one_record(core::record_kind::effect_started, std::move(started));
     if (auto s = co_await options_.journal->async_append(*run, std::move(start_batch)); !s) {
         spdlog::error("journal: effect_started refused, call not made: {}", s.error().message);
         co_return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
@@ -1079,7 +1085,7 @@ asio::awaitable<core::result<void>> gateway::async_note(mcp::request_context con
     auto run = co_await async_run_for(ctx, p);
     if (!run) co_return run.error();
     body["principal"] = p.name;
-    std::vector<core::new_record> batch{{core::record_kind::note, std::move(body)}};
+    auto batch = core::one_record(core::record_kind::note, std::move(body));
     auto r = co_await options_.journal->async_append(*run, std::move(batch));
     if (!r) co_return r.error();
     co_return core::result<void>{};

@@ -368,7 +368,7 @@ asio::awaitable<core::result<run_ticket>> runner::async_start(run_request reques
     if (!slot) co_return why;
     auto now = options_.clock();
     auto body = admitted_body(*chosen, request, rfc3339(now), now_ms());
-    std::vector<core::new_record> admit{{core::record_kind::run_admitted, std::move(body)}};
+    auto admit = core::one_record(core::record_kind::run_admitted, std::move(body));
     auto appended = co_await options_.journal->async_append(run_id, std::move(admit));
     if (!appended) {
         release_slot(run_id);
@@ -481,7 +481,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                                                                             model->effect_key + " has no outcome");
                     // A model call changes nothing in the world: asking again is always safe.
                     json::object note{{"event", "effect_retried"}, {"effect_key", model->effect_key}, {"attempt", 2}};
-                    std::vector<core::new_record> batch{{core::record_kind::note, std::move(note)}};
+                    auto batch = core::one_record(core::record_kind::note, std::move(note));
                     if (auto r = co_await append(std::move(batch)); !r) co_return r.error();
                     perform = true;
                 } else if (str_at(outcome->body, "effect_key") != model->effect_key) {
@@ -510,7 +510,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                                      {"mutates", false},
                                      {"attempt", 1},
                                      {"at_ms", now_ms()}};
-                std::vector<core::new_record> batch{{core::record_kind::effect_started, std::move(started)}};
+                auto batch = core::one_record(core::record_kind::effect_started, std::move(started));
                 if (auto r = co_await append(std::move(batch)); !r) co_return r.error();
             }
             if (perform) {
@@ -547,7 +547,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                     after = {core::record_kind::effect_failed, failure_body(model->effect_key, result.error(), at)};
                     event = core::loop_event{core::model_failed_event{result.error()}, at};
                 }
-                std::vector<core::new_record> batch{std::move(after)};
+                auto batch = core::one_record(std::move(after));
                 if (auto r = co_await append(std::move(batch)); !r) co_return r.error();
                 if (cancelled_mid_call) {
                     std::string status = "cancelled", reason = "cancelled by request during a model call";
@@ -590,7 +590,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                                       {"effect_key", call->effect_key},
                                       {"attempt", attempt},
                                       {"why", call->mutates ? "the grant is idempotent" : "the grant does not mutate"}};
-                    std::vector<core::new_record> batch{{core::record_kind::note, std::move(note)}};
+                    auto batch = core::one_record(core::record_kind::note, std::move(note));
                     if (auto r = co_await append(std::move(batch)); !r) co_return r.error();
                     perform = true;
                 } else if (str_at(outcome->body, "effect_key") != call->effect_key) {
@@ -627,7 +627,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                                          {"call_id", call->call_id},
                                          {"provenance", core::to_json(*prov)},
                                          {"at_ms", now_ms()}};
-                    std::vector<core::new_record> batch{{core::record_kind::effect_started, std::move(started)}};
+                    auto batch = core::one_record(core::record_kind::effect_started, std::move(started));
                     if (auto r = co_await append(std::move(batch)); !r) co_return r.error();
                 } else {
                     // The store takes one effect_started per key; a retry's block is kept in a note.
@@ -635,7 +635,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                                       {"effect_key", call->effect_key},
                                       {"attempt", attempt},
                                       {"provenance", core::to_json(*prov)}};
-                    std::vector<core::new_record> batch{{core::record_kind::note, std::move(note)}};
+                    auto batch = core::one_record(core::record_kind::note, std::move(note));
                     if (auto r = co_await append(std::move(batch)); !r) co_return r.error();
                 }
                 auto tool = call->tool;
@@ -659,7 +659,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                     after = {core::record_kind::effect_failed, failure_body(call->effect_key, result.error(), at)};
                     event = core::loop_event{core::tool_failed_event{result.error()}, at};
                 }
-                std::vector<core::new_record> batch{std::move(after)};
+                auto batch = core::one_record(std::move(after));
                 if (auto r = co_await append(std::move(batch)); !r) co_return r.error();
             }
             action = loop.next(event);
@@ -720,7 +720,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
                               {"reason", fin.reason},
                               {"output", fin.output},
                               {"output_label", core::to_json(fin.output_label)}};
-            std::vector<core::new_record> batch{{core::record_kind::note, std::move(note)}};
+            auto batch = core::one_record(core::record_kind::note, std::move(note));
             if (auto r = co_await append(std::move(batch)); !r) co_return r.error();
         }
         if (rec) {
@@ -894,7 +894,7 @@ asio::awaitable<core::result<void>> runner::async_decide(std::string run_id, std
     json::object body{{"effect_key", effect_key}, {"approved", decision.approved}, {"at_ms", now_ms()}};
     if (!decision.reviewer.empty()) body["reviewer"] = decision.reviewer;
     if (!decision.reason.empty()) body["comment"] = decision.reason;
-    std::vector<core::new_record> batch{{core::record_kind::approval_decided, std::move(body)}};
+    auto batch = core::one_record(core::record_kind::approval_decided, std::move(body));
     auto appended = co_await options_.journal->async_append(run_id, std::move(batch));
     if (!appended) {
         release_slot(run_id);

@@ -75,13 +75,14 @@ struct read_txn {
     }
 };
 
-// One queued write. The writer runs it inside a child transaction of the batch and completes the
-// waiting coroutine after the batch commits.
+// One queued write. The writer runs it inside the batch's transaction (or a child transaction of
+// it, see commit_batch) and completes the waiting coroutine after the batch commits. It may be run
+// more than once, so it reads and writes nothing but the transaction it is given.
 struct write_op {
     bool deferred = false;                           // see lmdb_store::async_append_deferred
     std::chrono::steady_clock::time_point due;       // deferred: committed by then at the latest
     virtual ~write_op() = default;
-    virtual bool run(MDB_txn* txn) = 0;  // true: commit this op's child transaction
+    virtual bool run(MDB_txn* txn) = 0;  // true: keep what it wrote; false: it refused
     virtual void fail(error e) = 0;      // the batch could not be made durable
     virtual void complete() = 0;         // hands the result to the waiting coroutine
 };
@@ -96,7 +97,7 @@ struct result_op : write_op {
     explicit result_op(fn_type f) : fn(std::move(f)) {}
     bool run(MDB_txn* txn) override {
         // An exception must never leave the committing thread (it would end the process); it fails
-        // this append alone, and the child transaction is aborted.
+        // this append alone, and what it wrote is undone.
         try {
             outcome = fn(txn);
         } catch (std::exception const& e) {
@@ -341,11 +342,38 @@ struct lmdb_store::impl {
         return std::move(mine->outcome);
     }
 
-    // Every op in its own child transaction, so one refused append never undoes its neighbours;
-    // one parent commit (one fsync pair) makes the whole batch durable.
+    // One parent commit (one fsync pair) makes the whole batch durable, and one refused append
+    // never undoes its neighbours. The batch is first run flat, every op straight in the one
+    // transaction: LMDB gives each child transaction a 2 MiB dirty list and a 1 MiB page list of
+    // its own, two large allocations per append (and page faults once the allocator has returned
+    // the pages). Only when an op refuses is the batch redone with an op per child transaction.
     void commit_batch(std::vector<std::unique_ptr<write_op>>& batch) {
         batches.fetch_add(1, std::memory_order_relaxed);
         operations.fetch_add(batch.size(), std::memory_order_relaxed);
+        if (!commit_flat(batch)) commit_nested(batch);
+    }
+
+    // False, with nothing written, when an op refused; every op is run again by commit_nested.
+    bool commit_flat(std::vector<std::unique_ptr<write_op>>& batch) {
+        MDB_txn* txn = nullptr;
+        if (int rc = mdb_txn_begin(env, nullptr, 0, &txn); rc != 0) {
+            for (auto& op : batch) op->fail(lmdb_error(rc, "begin write transaction"));
+            return true;
+        }
+        for (auto& op : batch) {
+            if (!op->run(txn)) {
+                mdb_txn_abort(txn);
+                return false;
+            }
+        }
+        if (int rc = mdb_txn_commit(txn); rc != 0) {
+            auto e = lmdb_error(rc, "commit batch");
+            for (auto& op : batch) op->fail(e);
+        }
+        return true;
+    }
+
+    void commit_nested(std::vector<std::unique_ptr<write_op>>& batch) {
         MDB_txn* parent = nullptr;
         if (int rc = mdb_txn_begin(env, nullptr, 0, &parent); rc != 0) {
             for (auto& op : batch) op->fail(lmdb_error(rc, "begin write transaction"));

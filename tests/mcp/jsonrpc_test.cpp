@@ -1,6 +1,7 @@
 #include "mcp/jsonrpc.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -235,6 +236,27 @@ TEST_CASE("every kind of message serializes and parses back to itself") {
         auto back = parse_message(text);
         REQUIRE(back.has_value());
         CHECK(*back == m);
+    }
+}
+
+TEST_CASE("a message is written as the same text as its JSON form, escapes included") {
+    json::object params;
+    params["name"] = "say \"hi\"\n";
+    params["arguments"] = {{"text", "caf\u00e9 \u2028"}, {"n", 1.5}, {"list", json::array{1, "two", nullptr}}};
+    std::string const odd_method = "tools/\"call\"\u0001";
+    message const samples[] = {
+        request{request_id(std::int64_t{-3}), odd_method, params},
+        request{request_id(std::string("id \"7\"")), "ping", std::nullopt},
+        notification{odd_method, params},
+        notification{"notifications/initialized", std::nullopt},
+        response{request_id(std::string("\u00e9")), params},
+        response{request_id(std::int64_t{0}), json::object{}},
+    };
+    for (auto const& m : samples) {
+        auto text = serialize(m);
+        INFO(text);
+        CHECK(text == json::serialize(to_json(m)));
+        if (auto const* r = std::get_if<request>(&m)) CHECK(serialize(*r) == text);
     }
 }
 

@@ -132,6 +132,46 @@ TEST_CASE("concurrent appends are group-committed: fewer transactions than appen
     }
 }
 
+// Appends to a run never admitted are refused; spawned among valid ones, they land in the same
+// group-committed batches, and must take none of their neighbours down with them.
+asio::awaitable<void> append_refused(store::lmdb_store& s, std::string id, std::atomic<int>& refused) {
+    for (int k = 0; k < 3; ++k) {
+        std::vector<core::new_record> stray{note("stray" + std::to_string(k))};
+        if (!co_await s.async_append(id, std::move(stray))) ++refused;
+    }
+}
+
+TEST_CASE("a refused append in a group-committed batch undoes none of the other appends of the batch") {
+    for (auto mode : {store::durability::durable, store::durability::fast}) {
+        INFO((mode == store::durability::durable ? "durable" : "fast"));
+        temp_dir dir;
+        auto s = open_store(dir.path(), mode);
+        constexpr int runs = 48;
+        std::atomic<int> ok{0}, refused{0};
+        {
+            asio::thread_pool pool(4);
+            for (int i = 0; i < runs; ++i) {
+                asio::co_spawn(pool, append_six(*s, "run-" + std::to_string(i), ok), asio::detached);
+                asio::co_spawn(pool, append_refused(*s, "ghost-" + std::to_string(i), refused), asio::detached);
+            }
+            pool.join();
+        }
+        CHECK(ok == runs * 6);
+        CHECK(refused == runs * 3);
+        auto st = s->writer_stats();
+        CHECK(st.batches < st.operations);
+        CHECK(whole_chains(*s, "run-", runs) == runs);
+        for (int i = 0; i < runs; ++i) {
+            auto recs = s->read("run-" + std::to_string(i), 0);
+            REQUIRE(recs.has_value());
+            CHECK(recs->size() == 6);
+            auto ghost = s->head("ghost-" + std::to_string(i));
+            REQUIRE(ghost.has_value());
+            CHECK_FALSE(ghost->has_value());
+        }
+    }
+}
+
 // Fast mode: an append that comes when the journal is quiet is committed by the appending
 // coroutine itself (no hand-off to the writer thread and back). Durable mode always hands appends
 // to the writer, so no io thread waits for an fsync. Either way a burst keeps every chain whole.
