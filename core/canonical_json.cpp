@@ -414,6 +414,30 @@ result<std::string> canonical(boost::json::object const& o) {
     return out;
 }
 
+std::size_t canonical_size_bound(boost::json::value const& v) noexcept {
+    // A byte is written as at most six ("\u001f"); numbers take at most 25 characters.
+    auto string_bound = [](std::string_view s) { return 6 * s.size() + 2; };
+    switch (v.kind()) {
+        case boost::json::kind::null: return 4;
+        case boost::json::kind::bool_: return 5;
+        case boost::json::kind::int64:
+        case boost::json::kind::uint64:
+        case boost::json::kind::double_: return 25;
+        case boost::json::kind::string: return string_bound(v.get_string());
+        case boost::json::kind::array: {
+            std::size_t n = 2;
+            for (auto const& e : v.get_array()) n += canonical_size_bound(e) + 1;
+            return n;
+        }
+        case boost::json::kind::object: {
+            std::size_t n = 2;
+            for (auto const& kv : v.get_object()) n += string_bound(kv.key()) + 1 + canonical_size_bound(kv.value()) + 1;
+            return n;
+        }
+    }
+    return 0;
+}
+
 result<std::string> canonicalize(std::string_view text) {
     auto v = parse_ijson(text);
     if (!v) return v.error();

@@ -22,6 +22,10 @@ result<std::string> canonical(boost::json::value const& v);
 // The same for an object, without copying it into a value first.
 result<std::string> canonical(boost::json::object const& o);
 
+// An upper bound on the size of canonical(v), found without writing it: cheap enough to ask of
+// every value before deciding whether the exact size is worth computing.
+std::size_t canonical_size_bound(boost::json::value const& v) noexcept;
+
 // parse_ijson followed by canonical.
 result<std::string> canonicalize(std::string_view text);
 

@@ -128,6 +128,23 @@ asio::awaitable<void> async_journal_outcome(std::shared_ptr<core::journal_store>
     if (!r) spdlog::error("journal: run {}: {}", run, r.error().message);
 }
 
+// What the effect_done record keeps of a call's result: the result itself, or, when that would not
+// fit in one journal record, its SHA-256 and size. The effect then still reads as landed, and a copy
+// of the output kept by the caller can be matched against the record.
+json::value journaled_output(json::object const& result) {
+    constexpr std::size_t room = core::max_record_bytes - 4096;  // the rest of the record: key, label
+    json::value output = result;
+    if (core::canonical_size_bound(output) <= room) return output;
+    auto text = core::canonical(output);
+    if (!text || text->size() <= room) return output;
+    spdlog::warn("journal: a call's output of {} bytes exceeds the {}-byte record limit; its SHA-256 and size "
+                 "are journaled in its place",
+                 text->size(), core::max_record_bytes);
+    return json::object{{"omitted", "larger than a journal record"},
+                        {"sha256", core::sha256_hex(*text)},
+                        {"canonical_bytes", text->size()}};
+}
+
 }  // namespace
 
 std::string tool_definition_digest(mcp::tool const& t) {
@@ -689,6 +706,11 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
                          {"provenance", core::to_json(*prov)}, {"request_id", ctx.request_id_text}};
     auto start_batch = core::one_record(core::record_kind::effect_started, std::move(started));
     if (auto s = co_await options_.journal->async_append(*run, std::move(start_batch)); !s) {
+        if (s.error().code == "record_too_large") {
+            // Every call is journaled with its arguments before it leaves; these do not fit.
+            spdlog::warn("call {} by {} not made: its arguments are too large to journal", entry->id.uri(), p->name);
+            co_return invalid_params("the call was not made: its arguments cannot be journaled (" + s.error().message + ")");
+        }
         spdlog::error("journal: effect_started refused, call not made: {}", s.error().message);
         co_return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
     }
@@ -731,7 +753,7 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
         if (outcome->structured_content) result["structuredContent"] = *outcome->structured_content;
         if (outcome->is_error) result["isError"] = *outcome->is_error;
         json::object done{{"effect_key", key},
-                          {"output", result},
+                          {"output", journaled_output(result)},
                           {"output_label", {{"trust", "untrusted"}, {"sources", json::array{entry->id.uri()}}}}};
         after = {core::record_kind::effect_done, std::move(done)};
     } else {

@@ -173,3 +173,16 @@ TEST_CASE("an object has the same canonical form as a value holding it") {
     REQUIRE_FALSE(refused.has_value());
     CHECK(refused.error().code == "not_ijson");
 }
+
+TEST_CASE("the size bound of a value's canonical form is never below the size of that form") {
+    auto v = airlock::core::parse_ijson(R"({"b":[1,-2.5e300,true,null,"\u0001\n\"\\é"],"a":{"\u0000":18446744073709551615}})");
+    REQUIRE(v.has_value());
+    auto text = airlock::core::canonical(*v);
+    REQUIRE(text.has_value());
+    CHECK(airlock::core::canonical_size_bound(*v) >= text->size());
+    boost::json::value controls(boost::json::string(1000, '\x01'));  // each written as six bytes
+    auto ctext = airlock::core::canonical(controls);
+    REQUIRE(ctext.has_value());
+    CHECK(ctext->size() == 6002);
+    CHECK(airlock::core::canonical_size_bound(controls) >= ctext->size());
+}

@@ -2,6 +2,8 @@
 // an HTTP endpoint in front: grants, gates, journal, provenance, pins and progress relays.
 #include "service/gateway.hpp"
 
+#include "core/canonical_json.hpp"
+#include "core/sha256.hpp"
 #include "mcp/stdio_transport.hpp"
 #include "store/memory_store.hpp"
 #include "tests/support/peers.hpp"
@@ -9,6 +11,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
@@ -48,14 +51,16 @@ struct harness {
     std::shared_ptr<mcp::mcp_client> client;
     std::shared_ptr<service::gateway> gw;
 
-    explicit harness(bool allow_process = true) {
+    explicit harness(bool allow_process = true, std::string const& server = "everything",
+                     std::vector<std::string> argv = {peers::node(), peers::everything(), "stdio"},
+                     char const* manifest = grants_yaml) {
         mcp::stdio_options so;
-        so.server_name = "everything";
-        so.argv = {peers::node(), peers::everything(), "stdio"};
+        so.server_name = server;
+        so.argv = std::move(argv);
         so.stdin_close_grace = std::chrono::milliseconds(300);
         so.sigterm_grace = std::chrono::milliseconds(300);
         mcp::client_options co;
-        co.server_name = "everything";
+        co.server_name = server;
         client = std::make_shared<mcp::mcp_client>(std::make_unique<mcp::stdio_transport>(ioc.get_executor(), so), co);
         std::string seed(32, '\x07');
         auto s = core::provenance_signer::from_raw_seed("test-key", seed);
@@ -63,9 +68,9 @@ struct harness {
         signer = std::make_shared<core::provenance_signer>(std::move(*s));
         service::gateway_options o;
         o.executor = ioc.get_executor();
-        o.upstreams.push_back({"everything", client, true});
+        o.upstreams.push_back({server, client, true});
         if (allow_process) REQUIRE(o.egress.add(core::process_destination{peers::node()}).has_value());
-        auto m = core::parse_manifest(grants_yaml);
+        auto m = core::parse_manifest(manifest);
         REQUIRE(m.has_value());
         o.principals.push_back({"alice", *m, false});
         o.journal = journal;
@@ -370,4 +375,90 @@ spec:
     CHECK_THAT(text_of(**to_down), Catch::StartsWith("unreachable"));
     REQUIRE(to_up->has_value());
     CHECK_THAT(text_of(**to_up), Catch::Contains("is 3"));
+}
+
+namespace {
+
+constexpr char const* sized_grants = R"(
+apiVersion: airlock/v1
+kind: Agent
+metadata: { name: desk, version: "1" }
+spec:
+  tools:
+    - ref: tool://sized/blob
+      mutates: false
+  budgets: {}
+)";
+
+std::vector<std::string> sized_server() {
+    return {peers::node(), std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/gateway/sized_server.mjs"};
+}
+
+}  // namespace
+
+// Waits, boundedly, until the run of agent "desk" holds `n` effect_done records: outcome records
+// are written after the reply.
+asio::awaitable<void> async_await_outcomes(harness& h, std::size_t n) {
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    for (int i = 0; i < 250; ++i) {
+        core::run_filter f;
+        f.agent = "desk";
+        auto page = co_await h.journal->async_runs(f);
+        if (page && !page->runs.empty()) {
+            auto recs = co_await h.journal->async_read(page->runs.front().run_id, 1);
+            std::size_t done = 0;
+            if (recs)
+                for (auto const& rec : *recs) done += rec.kind == core::record_kind::effect_done;
+            if (done >= n) co_return;
+        }
+        t.expires_after(std::chrono::milliseconds(20));
+        co_await t.async_wait(asio::use_awaitable);
+    }
+}
+
+TEST_CASE("an output too large for a journal record reaches the caller whole and is journaled as its digest") {
+    harness h(true, "sized", sized_server(), sized_grants);
+    constexpr std::size_t big = 3 * 512 * 1024;  // over the 1 MiB record limit
+    std::optional<mcp::handler_result> large, small;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        auto big_call = call("sized__blob", {{"bytes", big}});
+        large = co_await h.gw->async_handle(big_call, ctx);
+        auto small_call = call("sized__blob", {{"bytes", 5}});
+        small = co_await h.gw->async_handle(small_call, ctx);
+        co_await async_await_outcomes(h, 2);
+    });
+    REQUIRE(large->has_value());
+    CHECK_FALSE((**large).contains("isError"));
+    CHECK(text_of(**large).size() == big);
+    REQUIRE(small->has_value());
+    CHECK(text_of(**small) == "xxxxx");
+
+    std::vector<core::record> done;
+    for (auto const& rec : h.records())
+        if (rec.kind == core::record_kind::effect_done) done.push_back(rec);
+    REQUIRE(done.size() == 2);
+    // The large output: its digest and size, not the text, and no effect left in doubt.
+    auto const& digest = done[0].body.at("output").as_object();
+    CHECK_FALSE(digest.contains("content"));
+    auto canon = core::canonical(json::value(**large));
+    REQUIRE(canon.has_value());
+    CHECK(digest.at("sha256").as_string() == core::sha256_hex(*canon));
+    CHECK(digest.at("canonical_bytes").to_number<std::uint64_t>() == canon->size());
+    // The small one as it was.
+    CHECK(done[1].body.at("output").at_pointer("/content/0/text").as_string() == "xxxxx");
+}
+
+TEST_CASE("arguments too large to journal are refused with an error that says so, and the call is not made") {
+    harness h(true, "sized", sized_server(), sized_grants);
+    std::optional<mcp::handler_result> r;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        auto req = call("sized__blob", {{"bytes", 1}, {"padding", std::string(1100 * 1024, 'p')}});
+        r = co_await h.gw->async_handle(req, ctx);
+    });
+    REQUIRE_FALSE(r->has_value());
+    CHECK(r->error().code == mcp::rpc_code::invalid_params);
+    CHECK_THAT(r->error().message, Catch::Contains("cannot be journaled") && Catch::Contains("1048576"));
+    for (auto const& rec : h.records()) CHECK(rec.kind != core::record_kind::effect_started);
 }
