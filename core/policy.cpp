@@ -69,16 +69,9 @@ label field_label(tainted const& arguments, std::string const& path) {
     return l;
 }
 
-decision check_protected_field(tool_grant const& grant, protected_field const& field, tainted const& arguments) {
+// What a protected field's label must satisfy, whatever its value.
+decision check_field_label(tool_grant const& grant, protected_field const& field, label const& l) {
     std::string const where = grant.ref.uri() + " argument " + field.path;
-
-    boost::system::error_code ec;
-    if (arguments.value.find_pointer(field.path, ec) == nullptr) {
-        return decision::deny(deny_reason::protected_field_missing, where + " is missing");
-    }
-
-    label const l = field_label(arguments, field.path);
-
     if (field.require_trusted && l.trust != trust::trusted) {
         return decision::deny(deny_reason::protected_field_untrusted,
                               where + " is untrusted and the grant requires it trusted");
@@ -104,6 +97,13 @@ decision check_protected_field(tool_grant const& grant, protected_field const& f
                                   std::string(to_string(*field.max_sensitivity)));
     }
     return decision::allow();
+}
+
+decision check_protected_field(tool_grant const& grant, protected_field const& field, tainted const& arguments) {
+    boost::system::error_code ec;
+    if (arguments.value.find_pointer(field.path, ec) == nullptr)
+        return decision::deny(deny_reason::protected_field_missing, grant.ref.uri() + " argument " + field.path + " is missing");
+    return check_field_label(grant, field, field_label(arguments, field.path));
 }
 
 }  // namespace
@@ -210,6 +210,16 @@ decision protected_fields_gate(tool_grant const& grant, tainted const& arguments
     for (auto const& field : grant.protected_fields) {
         if (auto d = check_protected_field(grant, field, arguments); !d) return d;
     }
+    return decision::allow();
+}
+
+decision refused_whatever_the_arguments(tool_grant const& grant, label const& whole) {
+    tainted arguments;
+    arguments.whole = whole;
+    if (auto d = taint_gate(grant, arguments); !d) return d;
+    // Every part of the value carries the whole label, so each protected field's label is that label.
+    for (auto const& field : grant.protected_fields)
+        if (auto d = check_field_label(grant, field, whole); !d) return d;
     return decision::allow();
 }
 

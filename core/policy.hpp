@@ -88,6 +88,11 @@ decision taint_gate(tool_grant const& grant, tainted const& arguments);
 // beneath it) must satisfy require_trusted, allowed_sources and max_sensitivity.
 decision protected_fields_gate(tool_grant const& grant, tainted const& arguments);
 
+// Whether the taint and protected-field gates refuse every call under `grant` whose arguments are
+// labelled `whole` throughout, whatever the arguments say: a gateway principal's arguments carry
+// one label, so such a grant can never be used by it (tools/list leaves it out; `check` warns).
+decision refused_whatever_the_arguments(tool_grant const& grant, label const& whole);
+
 // Destination gate: the destination must be in the allowlist.
 decision destination_gate(egress_allowlist const& allowlist, destination const& dest);
 

@@ -1523,6 +1523,23 @@ loaded load(fs::path const& file, env_lookup const& env) {
             }
         }
 
+        // A gateway principal's arguments carry one label; a grant the gates refuse under it is dead.
+        for (auto const& pr : c.principals) {
+            core::label whole{{"principal:" + pr.name}, pr.trusted ? core::trust::trusted : core::trust::untrusted,
+                              core::sensitivity::public_};
+            for (auto const& g : pr.manifest.tools)
+                if (auto d = core::refused_whatever_the_arguments(g, whole); !d)
+                    r.warn("principal " + pr.name + ": every call to " + g.ref.uri() + " would be refused (" +
+                           d.refusal()->detail + "), so it is not listed; grant it with `mutates: false` if it only " +
+                           "reads, or mark the principal `trusted: true`");
+        }
+
+        if (c.upstreams.size() > 1)
+            for (auto const& u : c.upstreams)
+                if (u.prefix == tool_prefix::none)
+                    r.warn("upstream " + u.name + " has `prefix: none` beside other upstreams: a tool name two " +
+                           "upstreams expose is withheld from both (logged when seen)");
+
         for (auto const& u : c.upstreams) {
             if (!c.egress.permits(u.destination))
                 r.warn("upstream " + u.name + ": its destination " + core::to_string(u.destination) +

@@ -22,6 +22,8 @@
 #include <chrono>
 #include <cstring>
 #include <regex>
+#include <algorithm>
+#include <map>
 #include <set>
 
 namespace airlock::service {
@@ -108,6 +110,14 @@ std::optional<std::regex> template_pattern(std::string const& tmpl) {
 asio::awaitable<void> async_send_holding(std::function<asio::awaitable<void>(mcp::notification)> notify,
                                          mcp::notification n) {
     co_await notify(std::move(n));
+}
+
+// The label of everything a principal sends: one source, and its trust as configured.
+core::label label_of(gateway_principal const& p) {
+    core::label l;
+    l.sources = {"principal:" + p.name};
+    l.trust = p.trusted ? core::trust::trusted : core::trust::untrusted;
+    return l;
 }
 
 bool is_method_not_found(mcp::handler_result const& r) {
@@ -437,13 +447,15 @@ asio::awaitable<std::vector<gateway::tools_of_upstream>> gateway::async_tools_by
     std::vector<tools_of_upstream> out;
     auto const* p = principal(principal_name);
     if (!p) co_return out;
+    auto const label = label_of(*p);
     for (auto const& up : options_.upstreams) {
         auto entries = co_await async_catalogue(up);
         tools_of_upstream group{up.name, {}};
         for (auto const& e : *entries) {
             if (!e.withheld.empty()) continue;
             auto const* grant = p->grants.grant_for(e.id);
-            if (!grant) continue;
+            // A tool the gates refuse whatever its arguments is not offered: a call could only be refused.
+            if (!grant || !core::refused_whatever_the_arguments(*grant, label)) continue;
             auto t = json::value_from(e.spec).as_object();
             t["name"] = e.exposed_name;
             if (!grant->description.empty()) t["description"] = grant->description;
@@ -451,7 +463,35 @@ asio::awaitable<std::vector<gateway::tools_of_upstream>> gateway::async_tools_by
         }
         out.push_back(std::move(group));
     }
+    // A name two upstreams expose (both `prefix: none`, or one unprefixed tool named like another
+    // server's prefixed one) cannot be called unambiguously: neither is listed.
+    std::map<std::string_view, std::string const*> first_server;
+    std::set<std::string> ambiguous;
+    for (auto const& [server, tools] : out)
+        for (auto const& t : tools) {
+            auto const& name = t.at("name").get_string();
+            auto [it, fresh] = first_server.try_emplace(std::string_view(name), &server);
+            if (!fresh && *it->second != server) {
+                ambiguous.insert(std::string(name));
+                report_ambiguous(std::string(name), *it->second, server);
+            }
+        }
+    if (!ambiguous.empty())
+        for (auto& group : out)
+            std::erase_if(group.second, [&](json::object const& t) {
+                return ambiguous.contains(std::string(t.at("name").get_string()));
+            });
     co_return out;
+}
+
+void gateway::report_ambiguous(std::string const& name, std::string const& first, std::string const& second) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!reported_definitions_.insert("ambiguous " + name + " " + first + " " + second).second) return;
+    }
+    spdlog::error("tool name '{}' is exposed by both upstream {} and upstream {}; neither is listed or callable under it "
+                  "(keep the default prefix on one of them)",
+                  name, first, second);
 }
 
 asio::awaitable<std::vector<json::object>> gateway::async_tools_for(std::string principal_name) {
@@ -462,16 +502,26 @@ asio::awaitable<std::vector<json::object>> gateway::async_tools_for(std::string 
     co_return out;
 }
 
-asio::awaitable<std::shared_ptr<gateway::catalogue_entry const>> gateway::async_resolve(gateway_principal const& p,
-                                                                                       std::string const& name) {
+asio::awaitable<core::result<std::shared_ptr<gateway::catalogue_entry const>>> gateway::async_resolve(
+    gateway_principal const& p, std::string const& name) {
     // Byte-for-byte among the principal's grants: no trimming, no case folding, no near misses.
+    std::shared_ptr<catalogue_entry const> found;
+    bool const any_unprefixed = std::ranges::any_of(options_.upstreams, [](auto const& u) { return !u.prefixed; });
     for (auto const& up : options_.upstreams) {
         auto entries = co_await async_catalogue(up);
-        for (auto const& e : *entries)
-            if (e.exposed_name == name && p.grants.grant_for(e.id))
-                co_return std::shared_ptr<catalogue_entry const>(entries, &e);
+        for (auto const& e : *entries) {
+            if (e.exposed_name != name || !p.grants.grant_for(e.id)) continue;
+            if (found && found->id.server() != e.id.server()) {
+                report_ambiguous(name, found->id.server(), e.id.server());
+                co_return core::make_error("ambiguous", "tool name exposed by both upstream " + found->id.server() +
+                                                            " and upstream " + e.id.server());
+            }
+            if (!found) found = std::shared_ptr<catalogue_entry const>(entries, &e);
+        }
+        // Prefixed names are unique among prefixed upstreams: only an unprefixed one can repeat them.
+        if (found && !any_unprefixed) break;
     }
-    co_return nullptr;
+    co_return found;
 }
 
 core::result<std::optional<mcp::list_position>> gateway::cursor_of(mcp::request const& req, std::string_view list,
@@ -641,7 +691,9 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
         co_return refusal_result(not_permitted_text);
     };
 
-    auto entry = co_await async_resolve(*p, name);
+    auto resolved = co_await async_resolve(*p, name);
+    if (!resolved) co_return co_await deny(name, core::deny_reason::not_granted, resolved.error().message);
+    auto entry = std::move(*resolved);
     if (!entry) {
         // A granted tool of an upstream that is down is not a policy matter: say it is unreachable
         // (the caller was allowed to know the tool exists) and leave the journal to real refusals.
@@ -672,8 +724,7 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
 
     core::tainted args;
     args.value = arguments;
-    args.whole.sources = {"principal:" + p->name};
-    args.whole.trust = p->trusted ? core::trust::trusted : core::trust::untrusted;
+    args.whole = label_of(*p);
     auto decision = core::evaluate(p->grants, options_.egress, entry->id, args, up->client->destination_of(entry->id));
     if (!decision) {
         auto uri = entry->id.uri();

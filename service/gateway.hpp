@@ -172,9 +172,12 @@ private:
     // Shared, immutable snapshots: a call resolves its tool without copying every schema.
     using catalogue_snapshot = std::shared_ptr<std::vector<catalogue_entry> const>;
     boost::asio::awaitable<catalogue_snapshot> async_catalogue(gateway_upstream const& up);
-    // The entry shares the catalogue it was found in (no copy of the tool's schema per call).
-    boost::asio::awaitable<std::shared_ptr<catalogue_entry const>> async_resolve(gateway_principal const& p,
-                                                                                 std::string const& name);
+    // The entry shares the catalogue it was found in (no copy of the tool's schema per call);
+    // nullptr when no granted tool has that name, and an error when two upstreams serve it.
+    boost::asio::awaitable<core::result<std::shared_ptr<catalogue_entry const>>> async_resolve(gateway_principal const& p,
+                                                                                               std::string const& name);
+    // Logs, once per name and pair of servers, that a name two upstreams expose is withheld.
+    void report_ambiguous(std::string const& name, std::string const& first, std::string const& second);
     boost::asio::awaitable<mcp::handler_result> async_list(mcp::request const& req, mcp::request_context& ctx);
     // The position params.cursor names (nullopt: the first page), or why the cursor is refused.
     core::result<std::optional<mcp::list_position>> cursor_of(mcp::request const& req, std::string_view list,

@@ -413,3 +413,19 @@ TEST_CASE("a model may choose what to read") {
                    local_destination{})
               .allowed());
 }
+
+// ── grants a caller with one label can never use ─────────────────────────────
+
+TEST_CASE("a mutating grant is unusable by an untrusted caller unless its protected fields can pass") {
+    label alice{{"principal:alice"}, trust::untrusted, sensitivity::public_};
+    CHECK(reason_of(refused_whatever_the_arguments(bare_mutating_grant(), alice)) == deny_reason::tainted_mutation);
+    CHECK(reason_of(refused_whatever_the_arguments(teller().tools[1], alice)) == deny_reason::protected_field_untrusted);
+    // Fields that only ask for a source the caller's arguments carry can pass.
+    auto const by_source = grant_protecting(protected_field{"/account", false, {"principal:alice"}, std::nullopt});
+    CHECK(refused_whatever_the_arguments(by_source, alice).allowed());
+    auto const other_source = grant_protecting(protected_field{"/account", false, {"principal:bob"}, std::nullopt});
+    CHECK(reason_of(refused_whatever_the_arguments(other_source, alice)) == deny_reason::protected_field_source);
+    // Read-only grants, and any grant for a trusted caller, stay usable.
+    CHECK(refused_whatever_the_arguments(teller().tools[0], alice).allowed());
+    CHECK(refused_whatever_the_arguments(bare_mutating_grant(), operator_label()).allowed());
+}

@@ -125,6 +125,16 @@ mcp::request call(std::string name, json::object args) {
     return mcp::request{std::string("7"), "tools/call", json::object{{"name", std::move(name)}, {"arguments", std::move(args)}}};
 }
 
+// The manifest of agent "desk" granting each of `refs` read-only.
+core::manifest desk_grants(std::vector<std::string> const& refs) {
+    std::string yaml = "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\nspec:\n  tools:\n";
+    for (auto const& ref : refs) yaml += "    - { ref: " + ref + ", mutates: false }\n";
+    yaml += "  budgets: {}\n";
+    auto m = core::parse_manifest(yaml);
+    REQUIRE(m.has_value());
+    return *m;
+}
+
 std::string text_of(json::object const& result) {
     return std::string(result.at("content").as_array().at(0).as_object().at("text").as_string());
 }
@@ -143,7 +153,10 @@ TEST_CASE("tools/list shows only granted tools, under wire names, with the grant
     std::map<std::string, std::string> tools;
     for (auto const& t : (*listed)->at("tools").as_array())
         tools[std::string(t.at("name").as_string())] = t.as_object().contains("description") ? std::string(t.at("description").as_string()) : "";
-    CHECK(tools.size() == 4);
+    // get.env is granted as mutating (the default) without protected fields: alice is untrusted, so
+    // the taint gate would refuse every call to it, and it is not offered.
+    CHECK(tools.size() == 3);
+    CHECK_FALSE(tools.contains("everything__get-env"));
     CHECK(tools.contains("everything__get-sum"));
     CHECK(tools["everything__get-sum"] == "Add two numbers.");
     CHECK(tools.contains("everything__echo"));
@@ -329,20 +342,7 @@ TEST_CASE("one upstream down does not break the others: its tools drop out and c
     o.upstreams.push_back({"ledger", down, true});
     REQUIRE(o.egress.add(core::process_destination{peers::node()}).has_value());
     REQUIRE(o.egress.add(core::process_destination{"/nonexistent/ledger-server"}).has_value());
-    auto m = core::parse_manifest(R"(
-apiVersion: airlock/v1
-kind: Agent
-metadata: { name: desk, version: "1" }
-spec:
-  tools:
-    - ref: tool://everything/get.sum
-      mutates: false
-    - ref: tool://ledger/read
-      mutates: false
-  budgets: {}
-)");
-    REQUIRE(m.has_value());
-    o.principals.push_back({"alice", *m, false});
+    o.principals.push_back({"alice", desk_grants({"tool://everything/get.sum", "tool://ledger/read"}), false});
     o.journal = journal;
     o.pins = journal;
     auto gw = service::gateway::make(std::move(o));
@@ -461,4 +461,49 @@ TEST_CASE("arguments too large to journal are refused with an error that says so
     CHECK(r->error().code == mcp::rpc_code::invalid_params);
     CHECK_THAT(r->error().message, Catch::Contains("cannot be journaled") && Catch::Contains("1048576"));
     for (auto const& rec : h.records()) CHECK(rec.kind != core::record_kind::effect_started);
+}
+
+TEST_CASE("a tool name two unprefixed upstreams both expose is neither listed nor called") {
+    asio::io_context ioc;
+    auto journal = std::make_shared<store::memory_store>();
+    service::gateway_options o;
+    o.executor = ioc.get_executor();
+    std::vector<std::shared_ptr<mcp::mcp_client>> clients;
+    for (std::string server : {"a", "b"}) {
+        mcp::stdio_options so;
+        so.server_name = server;
+        so.argv = sized_server();
+        so.stdin_close_grace = std::chrono::milliseconds(300);
+        mcp::client_options co;
+        co.server_name = server;
+        clients.push_back(std::make_shared<mcp::mcp_client>(std::make_unique<mcp::stdio_transport>(ioc.get_executor(), so), co));
+        o.upstreams.push_back({server, clients.back(), false});
+    }
+    REQUIRE(o.egress.add(core::process_destination{peers::node()}).has_value());
+    o.principals.push_back({"alice", desk_grants({"tool://a/blob", "tool://b/blob"}), false});
+    o.journal = journal;
+    auto g = service::gateway::make(std::move(o));
+    REQUIRE(g.has_value());
+    auto gw = *g;
+
+    std::optional<mcp::handler_result> listed, called;
+    auto task = [&]() -> asio::awaitable<void> {
+        mcp::request_context ctx;
+        ctx.principal = "alice";
+        ctx.session_id = "s1";
+        ctx.protocol_version = "2025-11-25";
+        ctx.request_id_text = "1";
+        mcp::request list{std::string("1"), "tools/list", std::nullopt};
+        listed = co_await gw->async_handle(list, ctx);
+        auto req = call("blob", {{"bytes", 3}});
+        called = co_await gw->async_handle(req, ctx);
+        for (auto& c : clients) co_await c->async_close();
+    };
+    auto fut = asio::co_spawn(ioc, task(), asio::use_future);
+    ioc.run();
+    fut.get();
+    REQUIRE(listed->has_value());
+    CHECK((*listed)->at("tools").as_array().empty());
+    REQUIRE(called->has_value());
+    CHECK(text_of(**called) == "not permitted");
 }
