@@ -71,28 +71,6 @@ std::string_view to_string(log_level l) noexcept {
     return "info";
 }
 
-// Whole numbers with a unit only: a bare "30" could be seconds or milliseconds, and a timeout off by
-// a factor of 1000 is the kind of mistake that only shows in production.
-std::optional<milliseconds> parse_duration(std::string_view text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    if (digits == 0 || digits > 12) return std::nullopt;
-    std::uint64_t n = 0;
-    std::from_chars(text.data(), text.data() + digits, n);
-    auto unit = text.substr(digits);
-    std::uint64_t scale = 0;
-    if (unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1000;
-    else if (unit == "m") scale = 60'000;
-    else if (unit == "h") scale = 3'600'000;
-    else return std::nullopt;
-    // 12 digits of hours still fits in 64 bits of milliseconds, but nobody means a timeout of
-    // centuries; a cap keeps later arithmetic on deadlines from overflowing.
-    constexpr std::uint64_t max_ms = std::uint64_t{10} * 365 * 24 * 3'600'000;
-    if (n > max_ms / scale) return std::nullopt;
-    return milliseconds(static_cast<milliseconds::rep>(n * scale));
-}
-
 std::optional<std::size_t> parse_size(std::string_view text) {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
@@ -307,7 +285,7 @@ public:
             return std::nullopt;
         }
         if (*d < min) {
-            fail("invalid_value", path + " is " + n.Scalar() + "; it must be at least " + format_ms(min));
+            fail("invalid_value", path + " is " + n.Scalar() + "; it must be at least " + format_duration(min));
             return std::nullopt;
         }
         return d;
@@ -387,14 +365,6 @@ public:
         for (auto c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
         fail("invalid_value", path + " is " + in_quotes(*s) + "; expected one of: " + list);
         return std::nullopt;
-    }
-
-    static std::string format_ms(milliseconds d) {
-        auto n = d.count();
-        if (n != 0 && n % 3'600'000 == 0) return std::to_string(n / 3'600'000) + "h";
-        if (n != 0 && n % 60'000 == 0) return std::to_string(n / 60'000) + "m";
-        if (n % 1000 == 0) return std::to_string(n / 1000) + "s";
-        return std::to_string(n) + "ms";
     }
 
 private:
@@ -1688,8 +1658,8 @@ std::string summary(config const& c) {
       << (s.trusted_proxies.empty() ? std::string("none trusted (X-Forwarded-For and Forwarded are ignored)") : "trusted: ");
     for (std::size_t i = 0; i < s.trusted_proxies.size(); ++i) o << (i ? ", " : "") << s.trusted_proxies[i];
     o << "\n";
-    o << "drain       grace " << reader::format_ms(s.drain_grace) << " on SIGTERM; SSE keep-alive every "
-      << reader::format_ms(s.sse_keep_alive) << "\n";
+    o << "drain       grace " << format_duration(s.drain_grace) << " on SIGTERM; SSE keep-alive every "
+      << format_duration(s.sse_keep_alive) << "\n";
     o << "journal     " << c.journal.directory.string() << " ("
       << (c.journal.mode == store::durability::durable ? "durable" : "fast") << ", up to "
       << size_text(c.journal.map_size) << ")\n";
@@ -1697,10 +1667,10 @@ std::string summary(config const& c) {
         o << "signing     off: calls are sent unsigned\n";
     } else if (!c.signing->signer) {
         o << "signing     key " << c.signing->key_file.string() << " (created at first start), lifetime "
-          << reader::format_ms(c.signing->lifetime) << "\n";
+          << format_duration(c.signing->lifetime) << "\n";
     } else {
         o << "signing     key " << c.signing->kid << " from " << c.signing->key_file.string() << ", lifetime "
-          << reader::format_ms(c.signing->lifetime) << "\n";
+          << format_duration(c.signing->lifetime) << "\n";
     }
     o << "upstreams   " << c.upstreams.size() << "\n";
     for (auto const& u : c.upstreams) {
@@ -1740,7 +1710,7 @@ std::string summary(config const& c) {
             else if (pc.api_key_file) o << "from " << pc.api_key_file->string();
             else o << "none";
             if (!pc.headers.empty()) o << ", headers: " << pc.headers.size() << " set";
-            o << ", deadline " << reader::format_ms(pc.deadline) << ", " << pc.max_retries << " retries"
+            o << ", deadline " << format_duration(pc.deadline) << ", " << pc.max_retries << " retries"
               << (c.egress.permits(pc.destination) ? ", egress allowed" : ", egress NOT allowed");
         }
         o << "\n";

@@ -14,6 +14,7 @@
 #include "core/tool.hpp"
 #include "mcp/http_transport.hpp"
 #include "mcp/stdio_transport.hpp"
+#include "service/durations.hpp"
 #include "service/providers/scripted.hpp"
 #include "store/lmdb_store.hpp"
 
@@ -209,8 +210,7 @@ std::filesystem::path public_key_path(std::filesystem::path const& key_file);
 // SHA-256 of the raw 32-byte public key.
 std::string key_id_of(std::string_view public_key_raw);
 
-// Parses a duration ("250ms", "30s", "5m", "1h") or a size ("512", "64KiB", "4MiB", "1GiB", "10MB").
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+// Parses a size ("512", "64KiB", "4MiB", "1GiB", "10MB"); durations are parse_duration's (durations.hpp).
 std::optional<std::size_t> parse_size(std::string_view text);
 
 std::string_view to_string(upstream_kind k) noexcept;
