@@ -424,12 +424,38 @@ std::optional<std::string> parse_origin(std::string_view s) {
     return lowered;
 }
 
+// server.sessions. Without max_per_principal a principal may hold 64 sessions, or all of them when
+// max is smaller. An MCP client holds one session per server it talks to, so 64 leaves room for a
+// busy tenant (many agents sharing one token), while one that leaks sessions (reconnecting without
+// DELETE) fills a sixteenth of the default table instead of all of it.
+void read_sessions(reader& r, YAML::Node const& n, session_limits& s) {
+    std::string const p = "server.sessions";
+    if (!r.mapping(n, p, {"max", "max_per_principal", "idle_timeout"})) return;
+    if (auto const v = n["max"]) {
+        if (auto c = r.count(v, p + ".max", 1, 1'000'000)) s.max = *c;
+    }
+    if (auto const v = n["max_per_principal"]) {
+        if (auto c = r.count(v, p + ".max_per_principal", 1, 1'000'000)) {
+            if (*c > s.max)
+                r.fail("invalid_value", p + ".max_per_principal is " + std::to_string(*c) + "; it must not exceed " + p +
+                                            ".max (" + std::to_string(s.max) + ")");
+            else
+                s.max_per_principal = *c;
+        }
+    } else {
+        s.max_per_principal = std::min(s.max_per_principal, s.max);
+    }
+    if (auto const v = n["idle_timeout"]) {
+        if (auto d = r.duration(v, p + ".idle_timeout", milliseconds(1000))) s.idle_timeout = *d;
+    }
+}
+
 void read_server(reader& r, YAML::Node const& n, server_config& s) {
     std::string const p = "server";
     if (!r.mapping(n, p, {"listen", "unix_socket", "unix_socket_mode", "threads", "header_limit", "body_limit",
                           "read_timeout", "idle_timeout", "max_connections", "tls", "allowed_origins",
                           "allowed_hosts", "trusted_proxies", "drain_grace", "sse_keep_alive", "input_request_ttl",
-                          "list_page_size"}))
+                          "list_page_size", "sessions"}))
         return;
 
     if (auto const v = n["listen"]) {
@@ -572,6 +598,8 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     if (auto const v = n["input_request_ttl"]) {
         if (auto d = r.duration(v, p + ".input_request_ttl", milliseconds(1000))) s.input_request_ttl = *d;
     }
+    // Written with nothing under it (its entries commented out), it means its defaults.
+    if (auto const v = n["sessions"]; v && !v.IsNull()) read_sessions(r, v, s.sessions);
 
     if (!s.unix_socket && !s.tls && !is_loopback(s.host) && s.trusted_proxies.empty())
         r.warn("server.listen " + s.host + ":" + std::to_string(s.port) +
@@ -1660,6 +1688,8 @@ std::string summary(config const& c) {
     o << "\n";
     o << "drain       grace " << format_duration(s.drain_grace) << " on SIGTERM; SSE keep-alive every "
       << format_duration(s.sse_keep_alive) << "\n";
+    o << "sessions    at most " << s.sessions.max << " legacy MCP sessions, " << s.sessions.max_per_principal
+      << " per principal; idle ones end after " << format_duration(s.sessions.idle_timeout) << "\n";
     o << "journal     " << c.journal.directory.string() << " ("
       << (c.journal.mode == store::durability::durable ? "durable" : "fast") << ", up to "
       << size_text(c.journal.map_size) << ")\n";

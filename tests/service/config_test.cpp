@@ -341,6 +341,82 @@ TEST_CASE("the SSE keep-alive interval is configurable, and below 100ms is refus
     CHECK_THAT(first_problem(w.config("server:\n  sse_keep_alive: 10ms\n")), Catch::Contains("server.sse_keep_alive"));
 }
 
+TEST_CASE("session limits default to 1024 sessions, 64 per principal and 30 minutes idle") {
+    workspace w;
+    auto c = load_config(w.config("{}\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->server.sessions.max == 1024);
+    CHECK(c->server.sessions.max_per_principal == 64);
+    CHECK(c->server.sessions.idle_timeout == std::chrono::minutes(30));
+    CHECK_THAT(summary(*c), Catch::Contains("at most 1024 legacy MCP sessions, 64 per principal; idle ones end after 30m"));
+}
+
+TEST_CASE("session limits are read from server.sessions") {
+    workspace w;
+    auto c = load_config(w.config("server:\n  sessions:\n    max: 200\n    max_per_principal: 10\n    idle_timeout: 5m\n"),
+                         test_env());
+    REQUIRE(c);
+    CHECK(c->server.sessions.max == 200);
+    CHECK(c->server.sessions.max_per_principal == 10);
+    CHECK(c->server.sessions.idle_timeout == std::chrono::minutes(5));
+    CHECK_THAT(summary(*c), Catch::Contains("at most 200 legacy MCP sessions, 10 per principal; idle ones end after 5m"));
+}
+
+TEST_CASE("a session total below 64 is also the per-principal limit when none is given") {
+    workspace w;
+    auto c = load_config(w.config("server:\n  sessions:\n    max: 16\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->server.sessions.max == 16);
+    CHECK(c->server.sessions.max_per_principal == 16);
+}
+
+TEST_CASE("a sessions mapping with every entry commented out means its defaults") {
+    workspace w;
+    auto c = load_config(w.config("server:\n  sessions:\n    # max: 10\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->server.sessions.max == 1024);
+    CHECK(c->server.sessions.max_per_principal == 64);
+}
+
+TEST_CASE("a session limit of zero is refused naming the field") {
+    workspace w;
+    auto total = w.config("server:\n  sessions:\n    max: 0\n");
+    CHECK(first_code(total) == "invalid_value");
+    CHECK_THAT(first_problem(total), Catch::Contains("server.sessions.max is 0"));
+    auto each = w.config("server:\n  sessions:\n    max_per_principal: 0\n");
+    CHECK(first_code(each) == "invalid_value");
+    CHECK_THAT(first_problem(each), Catch::Contains("server.sessions.max_per_principal is 0"));
+}
+
+TEST_CASE("a per-principal session limit above the total is refused naming both fields") {
+    workspace w;
+    auto file = w.config("server:\n  sessions:\n    max: 100\n    max_per_principal: 101\n");
+    CHECK(first_code(file) == "invalid_value");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.sessions.max_per_principal is 101") &&
+                                        Catch::Contains("server.sessions.max (100)"));
+    auto above_default = w.config("server:\n  sessions:\n    max_per_principal: 2000\n");
+    CHECK_THAT(first_problem(above_default), Catch::Contains("server.sessions.max (1024)"));
+}
+
+TEST_CASE("a session idle timeout that is not a duration, or under a second, is refused naming the field") {
+    workspace w;
+    auto bare = w.config("server:\n  sessions:\n    idle_timeout: 30\n");
+    CHECK(first_code(bare) == "invalid_duration");
+    CHECK_THAT(first_problem(bare), Catch::Contains("server.sessions.idle_timeout") && Catch::Contains("\"30s\""));
+    auto words = w.config("server:\n  sessions:\n    idle_timeout: half an hour\n");
+    CHECK(first_code(words) == "invalid_duration");
+    CHECK_THAT(first_problem(words), Catch::Contains("server.sessions.idle_timeout"));
+    auto short_one = w.config("server:\n  sessions:\n    idle_timeout: 500ms\n");
+    CHECK(first_code(short_one) == "invalid_value");
+    CHECK_THAT(first_problem(short_one), Catch::Contains("server.sessions.idle_timeout"));
+}
+
+TEST_CASE("an unknown key under server.sessions is refused with its full path") {
+    workspace w;
+    auto file = w.config("server:\n  sessions:\n    per_principal: 5\n");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.sessions.per_principal"));
+}
+
 TEST_CASE("TLS files that do not exist are refused") {
     workspace w;
     auto file = w.config("server:\n  tls: { cert_file: cert.pem, key_file: key.pem }\n");
