@@ -284,14 +284,27 @@ struct manual_clock {
     void advance(std::chrono::milliseconds d) const { *elapsed_ms += static_cast<long>(d.count()); }
 };
 
+mcp_endpoint_options with_session_limits(std::size_t total, std::size_t each) {
+    auto o = test_options();
+    o.max_sessions = total;
+    o.max_sessions_per_principal = each;
+    return o;
+}
+
+// One session per principal, idling out after `idle` on `clock`.
+mcp_endpoint_options one_session_each(manual_clock const& clock, std::chrono::milliseconds idle) {
+    auto o = with_session_limits(1024, 1);
+    o.session_idle_timeout = idle;
+    o.clock = clock.function();
+    return o;
+}
+
 std::string const tools_list = R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})";
 
 }  // namespace
 
 TEST_CASE("a principal at its session limit gets 429 saying how to free one, while another principal still opens sessions") {
-    auto o = test_options();
-    o.max_sessions_per_principal = 2;
-    endpoint_fixture f(o);
+    endpoint_fixture f(with_session_limits(1024, 2));
     f.initialize(token);
     f.initialize(token);
     auto refused = f.post(init_body);
@@ -307,21 +320,15 @@ TEST_CASE("a principal at its session limit gets 429 saying how to free one, whi
 }
 
 TEST_CASE("the total session limit still answers 503 when the caller is under its own share") {
-    auto o = test_options();
-    o.max_sessions = 2;
-    o.max_sessions_per_principal = 2;
-    endpoint_fixture f(o);
+    endpoint_fixture f(with_session_limits(2, 2));
     f.initialize(token);
     f.initialize(other_token);
-    auto refused = f.post(init_body);
-    CHECK(refused.status == 503);
+    CHECK(f.post(init_body).status == 503);
     CHECK(f.endpoint->session_count() == 2);
 }
 
 TEST_CASE("deleting a session frees its principal's slot for a new one") {
-    auto o = test_options();
-    o.max_sessions_per_principal = 1;
-    endpoint_fixture f(o);
+    endpoint_fixture f(with_session_limits(1024, 1));
     auto sid = f.initialize();
     CHECK(f.post(init_body).status == 429);
     CHECK(f.send("DELETE", "", f.in_session(sid)).status == 204);
@@ -332,11 +339,7 @@ TEST_CASE("deleting a session frees its principal's slot for a new one") {
 
 TEST_CASE("a session that idles out frees its principal's slot for a new one") {
     manual_clock clock;
-    auto o = test_options();
-    o.max_sessions_per_principal = 1;
-    o.session_idle_timeout = 60s;
-    o.clock = clock.function();
-    endpoint_fixture f(o);
+    endpoint_fixture f(one_session_each(clock, 60s));
     auto sid = f.initialize();
     clock.advance(30s);
     CHECK(f.post(init_body).status == 429);
@@ -348,11 +351,7 @@ TEST_CASE("a session that idles out frees its principal's slot for a new one") {
 
 TEST_CASE("a slot held by an expired session is freed at once, even between the once-a-second sweeps") {
     manual_clock clock;
-    auto o = test_options();
-    o.max_sessions_per_principal = 1;
-    o.session_idle_timeout = 100ms;
-    o.clock = clock.function();
-    endpoint_fixture f(o);
+    endpoint_fixture f(one_session_each(clock, 100ms));
     auto sid = f.initialize();
     clock.advance(500ms);  // expired, but the last sweep was under a second ago
     CHECK(f.post(init_body).status == 200);
