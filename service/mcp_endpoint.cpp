@@ -386,7 +386,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     mutable std::mutex mutex;
     std::map<std::string, std::shared_ptr<session>> sessions;
-    std::map<std::string, std::size_t> held;  // principal → how many of `sessions` are theirs
+    std::map<std::string, std::set<std::string>> held;  // principal → the ids of its sessions
     std::set<std::shared_ptr<listen_stream>> subscriptions;  // modern listen streams
     clock_type::time_point last_sweep{};
     std::map<std::string, std::shared_ptr<exchange>> pending_inputs;  // parked MRTR requests by pending id
@@ -490,14 +490,21 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     // always counts what each principal holds.
     void add_session_locked(std::shared_ptr<session> const& s) {
         sessions[s->id] = s;
-        ++held[s->principal];
+        held[s->principal].insert(s->id);
     }
 
     std::map<std::string, std::shared_ptr<session>>::iterator drop_session_locked(
         std::map<std::string, std::shared_ptr<session>>::iterator it) {
-        auto h = held.find(it->second->principal);
-        if (h != held.end() && --h->second == 0) held.erase(h);
+        if (auto h = held.find(it->second->principal); h != held.end()) {
+            h->second.erase(it->first);
+            if (h->second.empty()) held.erase(h);
+        }
         return sessions.erase(it);
+    }
+
+    std::size_t held_by_locked(std::string const& principal) const {
+        auto h = held.find(principal);
+        return h == held.end() ? 0 : h->second.size();
     }
 
     // Takes the sessions expired at `t` out of the table (under the mutex); the caller finishes them.
@@ -510,6 +517,21 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             } else {
                 ++it;
             }
+        }
+        return ended;
+    }
+
+    // The same for one principal's sessions only: as cheap as its share is small.
+    std::vector<std::shared_ptr<session>> reap_of_locked(std::string const& principal, clock_type::time_point t) {
+        std::vector<std::shared_ptr<session>> ended;
+        auto h = held.find(principal);
+        if (h == held.end()) return ended;
+        std::vector<std::string> ids(h->second.begin(), h->second.end());
+        for (auto const& id : ids) {
+            auto it = sessions.find(id);
+            if (it == sessions.end() || !expired(*it->second, t)) continue;
+            ended.push_back(it->second);
+            drop_session_locked(it);
         }
         return ended;
     }
@@ -1281,16 +1303,12 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         std::optional<http_response> refused;
         {
             std::lock_guard lock(mutex);
-            auto holds = [&] {
-                auto it = held.find(principal);
-                return it == held.end() ? std::size_t{0} : it->second;
-            };
-            // The periodic sweep runs at most once a second: a slot an idle session still occupies
-            // is freed here rather than refused.
-            if (sessions.size() >= options.max_sessions || holds() >= options.max_sessions_per_principal)
-                idle = reap_locked(s->last_seen);
-            if (holds() >= options.max_sessions_per_principal) {
-                refused = session_limit_reached(v, r.id, principal, holds());
+            // The sweep runs at most once a second; a principal at its share gets back a slot one
+            // of its own sessions idled out of meanwhile rather than a 429 it cannot explain.
+            if (held_by_locked(principal) >= options.max_sessions_per_principal)
+                idle = reap_of_locked(principal, s->last_seen);
+            if (auto holding = held_by_locked(principal); holding >= options.max_sessions_per_principal) {
+                refused = session_limit_reached(v, r.id, principal, holding);
             } else if (sessions.size() >= options.max_sessions) {
                 spdlog::warn("mcp: refused initialize from '{}': {} sessions are open", principal, sessions.size());
                 refused = rpc_error(503, r.id, mcp::rpc_code::internal_error, "Too many sessions; retry later", v);
