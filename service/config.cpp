@@ -71,28 +71,6 @@ std::string_view to_string(log_level l) noexcept {
     return "info";
 }
 
-// Whole numbers with a unit only: a bare "30" could be seconds or milliseconds, and a timeout off by
-// a factor of 1000 is the kind of mistake that only shows in production.
-std::optional<milliseconds> parse_duration(std::string_view text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    if (digits == 0 || digits > 12) return std::nullopt;
-    std::uint64_t n = 0;
-    std::from_chars(text.data(), text.data() + digits, n);
-    auto unit = text.substr(digits);
-    std::uint64_t scale = 0;
-    if (unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1000;
-    else if (unit == "m") scale = 60'000;
-    else if (unit == "h") scale = 3'600'000;
-    else return std::nullopt;
-    // 12 digits of hours still fits in 64 bits of milliseconds, but nobody means a timeout of
-    // centuries; a cap keeps later arithmetic on deadlines from overflowing.
-    constexpr std::uint64_t max_ms = std::uint64_t{10} * 365 * 24 * 3'600'000;
-    if (n > max_ms / scale) return std::nullopt;
-    return milliseconds(static_cast<milliseconds::rep>(n * scale));
-}
-
 std::optional<std::size_t> parse_size(std::string_view text) {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
@@ -307,7 +285,7 @@ public:
             return std::nullopt;
         }
         if (*d < min) {
-            fail("invalid_value", path + " is " + n.Scalar() + "; it must be at least " + format_ms(min));
+            fail("invalid_value", path + " is " + n.Scalar() + "; it must be at least " + format_duration(min));
             return std::nullopt;
         }
         return d;
@@ -389,14 +367,6 @@ public:
         return std::nullopt;
     }
 
-    static std::string format_ms(milliseconds d) {
-        auto n = d.count();
-        if (n != 0 && n % 3'600'000 == 0) return std::to_string(n / 3'600'000) + "h";
-        if (n != 0 && n % 60'000 == 0) return std::to_string(n / 60'000) + "m";
-        if (n % 1000 == 0) return std::to_string(n / 1000) + "s";
-        return std::to_string(n) + "ms";
-    }
-
 private:
     fs::path base_;
     env_lookup const& env_;
@@ -454,12 +424,38 @@ std::optional<std::string> parse_origin(std::string_view s) {
     return lowered;
 }
 
+// server.sessions. Without max_per_principal a principal may hold 64 sessions, or all of them when
+// max is smaller. An MCP client holds one session per server it talks to, so 64 leaves room for a
+// busy tenant (many agents sharing one token), while one that leaks sessions (reconnecting without
+// DELETE) fills a sixteenth of the default table instead of all of it.
+void read_sessions(reader& r, YAML::Node const& n, session_limits& s) {
+    std::string const p = "server.sessions";
+    if (!r.mapping(n, p, {"max", "max_per_principal", "idle_timeout"})) return;
+    if (auto const v = n["max"]) {
+        if (auto c = r.count(v, p + ".max", 1, 1'000'000)) s.max = *c;
+    }
+    if (auto const v = n["max_per_principal"]) {
+        if (auto c = r.count(v, p + ".max_per_principal", 1, 1'000'000)) {
+            if (*c > s.max)
+                r.fail("invalid_value", p + ".max_per_principal is " + std::to_string(*c) + "; it must not exceed " + p +
+                                            ".max (" + std::to_string(s.max) + ")");
+            else
+                s.max_per_principal = *c;
+        }
+    } else {
+        s.max_per_principal = std::min(s.max_per_principal, s.max);
+    }
+    if (auto const v = n["idle_timeout"]) {
+        if (auto d = r.duration(v, p + ".idle_timeout", milliseconds(1000))) s.idle_timeout = *d;
+    }
+}
+
 void read_server(reader& r, YAML::Node const& n, server_config& s) {
     std::string const p = "server";
     if (!r.mapping(n, p, {"listen", "unix_socket", "unix_socket_mode", "threads", "header_limit", "body_limit",
                           "read_timeout", "idle_timeout", "max_connections", "tls", "allowed_origins",
                           "allowed_hosts", "trusted_proxies", "drain_grace", "sse_keep_alive", "input_request_ttl",
-                          "list_page_size"}))
+                          "list_page_size", "sessions"}))
         return;
 
     if (auto const v = n["listen"]) {
@@ -602,6 +598,8 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     if (auto const v = n["input_request_ttl"]) {
         if (auto d = r.duration(v, p + ".input_request_ttl", milliseconds(1000))) s.input_request_ttl = *d;
     }
+    // Written with nothing under it (its entries commented out), it means its defaults.
+    if (auto const v = n["sessions"]; v && !v.IsNull()) read_sessions(r, v, s.sessions);
 
     if (!s.unix_socket && !s.tls && !is_loopback(s.host) && s.trusted_proxies.empty())
         r.warn("server.listen " + s.host + ":" + std::to_string(s.port) +
@@ -1705,8 +1703,10 @@ std::string summary(config const& c) {
       << (s.trusted_proxies.empty() ? std::string("none trusted (X-Forwarded-For and Forwarded are ignored)") : "trusted: ");
     for (std::size_t i = 0; i < s.trusted_proxies.size(); ++i) o << (i ? ", " : "") << s.trusted_proxies[i];
     o << "\n";
-    o << "drain       grace " << reader::format_ms(s.drain_grace) << " on SIGTERM; SSE keep-alive every "
-      << reader::format_ms(s.sse_keep_alive) << "\n";
+    o << "drain       grace " << format_duration(s.drain_grace) << " on SIGTERM; SSE keep-alive every "
+      << format_duration(s.sse_keep_alive) << "\n";
+    o << "sessions    at most " << s.sessions.max << " legacy MCP sessions, " << s.sessions.max_per_principal
+      << " per principal; idle ones end after " << format_duration(s.sessions.idle_timeout) << "\n";
     o << "journal     " << c.journal.directory.string() << " ("
       << (c.journal.mode == store::durability::durable ? "durable" : "fast") << ", up to "
       << size_text(c.journal.map_size) << ")\n";
@@ -1714,10 +1714,10 @@ std::string summary(config const& c) {
         o << "signing     off: calls are sent unsigned\n";
     } else if (!c.signing->signer) {
         o << "signing     key " << c.signing->key_file.string() << " (created at first start), lifetime "
-          << reader::format_ms(c.signing->lifetime) << "\n";
+          << format_duration(c.signing->lifetime) << "\n";
     } else {
         o << "signing     key " << c.signing->kid << " from " << c.signing->key_file.string() << ", lifetime "
-          << reader::format_ms(c.signing->lifetime) << "\n";
+          << format_duration(c.signing->lifetime) << "\n";
     }
     o << "upstreams   " << c.upstreams.size() << "\n";
     for (auto const& u : c.upstreams) {
@@ -1757,7 +1757,7 @@ std::string summary(config const& c) {
             else if (pc.api_key_file) o << "from " << pc.api_key_file->string();
             else o << "none";
             if (!pc.headers.empty()) o << ", headers: " << pc.headers.size() << " set";
-            o << ", deadline " << reader::format_ms(pc.deadline) << ", " << pc.max_retries << " retries"
+            o << ", deadline " << format_duration(pc.deadline) << ", " << pc.max_retries << " retries"
               << (c.egress.permits(pc.destination) ? ", egress allowed" : ", egress NOT allowed");
         }
         o << "\n";

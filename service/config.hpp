@@ -14,6 +14,7 @@
 #include "core/tool.hpp"
 #include "mcp/http_transport.hpp"
 #include "mcp/stdio_transport.hpp"
+#include "service/durations.hpp"
 #include "service/providers/scripted.hpp"
 #include "store/lmdb_store.hpp"
 
@@ -44,6 +45,16 @@ struct tls_files {
     std::filesystem::path key_file;   // PEM private key
 };
 
+// Legacy (2025-11-25 era) MCP sessions on /mcp: each holds memory and a backend session until it
+// is deleted or idles out, so there are at most `max`, and one principal holds at most
+// `max_per_principal` of them (else one tenant could refuse everyone else).
+struct session_limits {
+    std::size_t max = 1024;
+    std::size_t max_per_principal = 64;
+    std::chrono::milliseconds idle_timeout{30 * 60 * 1000};  // with nothing in flight and no GET stream open
+    friend bool operator==(session_limits const&, session_limits const&) = default;
+};
+
 struct server_config {
     std::string host = "127.0.0.1";  // IPv6 without brackets
     std::uint16_t port = 8787;       // 0: any free port
@@ -66,6 +77,7 @@ struct server_config {
     // Items per page of the lists the gateway merges from its upstreams (tools, resources, prompts).
     std::size_t list_page_size = 100;
     std::chrono::milliseconds sse_keep_alive{15'000};  // a comment on an SSE stream quiet for this long
+    session_limits sessions;
 };
 
 struct signing_config {
@@ -209,8 +221,7 @@ std::filesystem::path public_key_path(std::filesystem::path const& key_file);
 // SHA-256 of the raw 32-byte public key.
 std::string key_id_of(std::string_view public_key_raw);
 
-// Parses a duration ("250ms", "30s", "5m", "1h") or a size ("512", "64KiB", "4MiB", "1GiB", "10MB").
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+// Parses a size ("512", "64KiB", "4MiB", "1GiB", "10MB"); durations are parse_duration's (durations.hpp).
 std::optional<std::size_t> parse_size(std::string_view text);
 
 std::string_view to_string(upstream_kind k) noexcept;

@@ -2,6 +2,7 @@
 
 #include "mcp/era.hpp"
 #include "mcp/mrtr.hpp"
+#include "service/durations.hpp"
 #include "service/mrtr_rounds.hpp"
 #include "core/sha256.hpp"
 #include "mcp/sse.hpp"
@@ -385,6 +386,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     mutable std::mutex mutex;
     std::map<std::string, std::shared_ptr<session>> sessions;
+    std::map<std::string, std::set<std::string>> held;  // principal → the ids of its sessions
     std::set<std::shared_ptr<listen_stream>> subscriptions;  // modern listen streams
     clock_type::time_point last_sweep{};
     std::map<std::string, std::shared_ptr<exchange>> pending_inputs;  // parked MRTR requests by pending id
@@ -484,6 +486,56 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         return s.in_flight.empty() && !s.get_stream && t - s.last_seen > options.session_idle_timeout;
     }
 
+    // Sessions enter and leave the table only through these two (under the mutex), so `held`
+    // always counts what each principal holds.
+    void add_session_locked(std::shared_ptr<session> const& s) {
+        sessions[s->id] = s;
+        held[s->principal].insert(s->id);
+    }
+
+    std::map<std::string, std::shared_ptr<session>>::iterator drop_session_locked(
+        std::map<std::string, std::shared_ptr<session>>::iterator it) {
+        if (auto h = held.find(it->second->principal); h != held.end()) {
+            h->second.erase(it->first);
+            if (h->second.empty()) held.erase(h);
+        }
+        return sessions.erase(it);
+    }
+
+    std::size_t held_by_locked(std::string const& principal) const {
+        auto h = held.find(principal);
+        return h == held.end() ? 0 : h->second.size();
+    }
+
+    // Takes the sessions expired at `t` out of the table (under the mutex); the caller finishes them.
+    std::vector<std::shared_ptr<session>> reap_locked(clock_type::time_point t) {
+        std::vector<std::shared_ptr<session>> ended;
+        for (auto it = sessions.begin(); it != sessions.end();) {
+            if (expired(*it->second, t)) {
+                ended.push_back(it->second);
+                it = drop_session_locked(it);
+            } else {
+                ++it;
+            }
+        }
+        return ended;
+    }
+
+    // The same for one principal's sessions only: as cheap as its share is small.
+    std::vector<std::shared_ptr<session>> reap_of_locked(std::string const& principal, clock_type::time_point t) {
+        std::vector<std::shared_ptr<session>> ended;
+        auto h = held.find(principal);
+        if (h == held.end()) return ended;
+        std::vector<std::string> ids(h->second.begin(), h->second.end());
+        for (auto const& id : ids) {
+            auto it = sessions.find(id);
+            if (it == sessions.end() || !expired(*it->second, t)) continue;
+            ended.push_back(it->second);
+            drop_session_locked(it);
+        }
+        return ended;
+    }
+
     // Ends sessions idle for longer than the timeout; at most once a second.
     void sweep() {
         std::vector<std::shared_ptr<session>> ended;
@@ -492,14 +544,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             auto t = now();
             if (t - last_sweep < std::chrono::seconds(1) && last_sweep != clock_type::time_point{}) return;
             last_sweep = t;
-            for (auto it = sessions.begin(); it != sessions.end();) {
-                if (expired(*it->second, t)) {
-                    ended.push_back(it->second);
-                    it = sessions.erase(it);
-                } else {
-                    ++it;
-                }
-            }
+            ended = reap_locked(t);
         }
         for (auto& s : ended) finish_session(s, "idle");
     }
@@ -517,7 +562,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 return it->second;
             }
             expired_one = it->second;
-            sessions.erase(it);
+            drop_session_locked(it);
         }
         finish_session(expired_one, "idle");
         return nullptr;
@@ -1156,11 +1201,16 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         auto found = bodiless_session(req, principal);
         if (auto* refused = std::get_if<http_response>(&found)) return std::move(*refused);
         auto s = std::get<std::shared_ptr<session>>(std::move(found));
+        bool dropped = false;
         {
             std::lock_guard lock(mutex);
-            sessions.erase(s->id);
+            if (auto it = sessions.find(s->id); it != sessions.end() && it->second == s) {
+                drop_session_locked(it);
+                dropped = true;
+            }
         }
-        finish_session(s, "deleted by the client");
+        // Otherwise it has just ended another way (idle, shutdown), and was finished there.
+        if (dropped) finish_session(s, "deleted by the client");
         http_response res{http::status::no_content, req.version()};
         return res;
     }
@@ -1249,16 +1299,27 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         s->protocol_version = version;
         s->client_capabilities = params->capabilities;
         s->last_seen = now();
+        std::vector<std::shared_ptr<session>> idle;
+        std::optional<http_response> refused;
         {
             std::lock_guard lock(mutex);
-            if (sessions.size() >= options.max_sessions) {
-                spdlog::warn("mcp: refused initialize: {} sessions are open", sessions.size());
-                return rpc_error(503, r.id, mcp::rpc_code::internal_error, "Too many sessions; retry later", v);
+            // The sweep runs at most once a second; a principal at its share gets back a slot one
+            // of its own sessions idled out of meanwhile rather than a 429 it cannot explain.
+            if (held_by_locked(principal) >= options.max_sessions_per_principal)
+                idle = reap_of_locked(principal, s->last_seen);
+            if (auto holding = held_by_locked(principal); holding >= options.max_sessions_per_principal) {
+                refused = session_limit_reached(v, r.id, principal, holding);
+            } else if (sessions.size() >= options.max_sessions) {
+                spdlog::warn("mcp: refused initialize from '{}': {} sessions are open", principal, sessions.size());
+                refused = rpc_error(503, r.id, mcp::rpc_code::internal_error, "Too many sessions; retry later", v);
+            } else {
+                do s->id = mcp_rules::new_session_id(options.random);
+                while (sessions.contains(s->id));
+                add_session_locked(s);
             }
-            do s->id = mcp_rules::new_session_id(options.random);
-            while (sessions.contains(s->id));
-            sessions[s->id] = s;
         }
+        for (auto& ended : idle) finish_session(ended, "idle");
+        if (refused) return std::move(*refused);
         mcp::initialize_result result{version, backend->server_capabilities(principal), backend->server_info(),
                                       backend->instructions(), std::nullopt};
         spdlog::info("mcp: session {}… opened by '{}' ({}, client {})", short_id(s->id), principal, version,
@@ -1266,6 +1327,21 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         auto res = rpc_json(200, mcp::serialize(mcp::response{r.id, json::value_from(result).as_object()}), v);
         res.set(mcp::header::session_id, s->id);
         return res;
+    }
+
+    // 429 for a principal that holds its share of the sessions: what the limit is and how to get
+    // below it. Nobody else is affected.
+    http_response session_limit_reached(unsigned v, mcp::request_id const& id, std::string const& principal,
+                                        std::size_t holding) {
+        spdlog::warn("mcp: refused initialize from '{}': it holds {} sessions, the most one principal may", principal,
+                     holding);
+        auto idle = format_duration(options.session_idle_timeout);
+        return rpc_error(429, id, mcp::rpc_code::internal_error,
+                         "Too many sessions: principal '" + principal + "' holds " + std::to_string(holding) +
+                             ", the most one principal may. To open another, end one it no longer uses (DELETE "
+                             "with its Mcp-Session-Id header) or wait until an idle one (nothing in flight, no GET "
+                             "stream open) expires after " + idle,
+                         v);
     }
 
     asio::awaitable<http_reply> modern_post(unsigned v, mcp::http_headers const& h, mcp::message msg, std::string const& principal) {
@@ -1360,6 +1436,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             std::lock_guard lock(mutex);
             for (auto& [id, s] : sessions) all.push_back(s);
             sessions.clear();
+            held.clear();
         }
         std::vector<std::shared_ptr<exchange>> parked;
         {

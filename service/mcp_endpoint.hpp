@@ -52,8 +52,12 @@ struct mcp_endpoint_options {
     // this admits every request; off (the default), such a request gets 401.
     bool allow_anonymous = false;
 
-    std::chrono::milliseconds session_idle_timeout{30 * 60 * 1000};  // legacy sessions with nothing in flight
+    // Legacy sessions: one with nothing in flight and no GET stream open ends after the idle
+    // timeout; an initialize beyond max_sessions gets 503, and beyond the caller's own share
+    // (max_sessions_per_principal, at least 1) 429, so one principal cannot lock the others out.
+    std::chrono::milliseconds session_idle_timeout{30 * 60 * 1000};
     std::size_t max_sessions = 1024;
+    std::size_t max_sessions_per_principal = 64;
     std::chrono::milliseconds keep_alive_interval{15'000};  // SSE comment on quiet streams
     std::chrono::milliseconds sse_retry{1'000};             // the `retry:` a legacy priming event carries
     std::size_t stream_buffer = 256;  // events queued for a slow notification stream before some are dropped

@@ -304,6 +304,7 @@ std::vector<std::string> restart_only_changes(config const& before, config const
     if (a.sse_keep_alive != b.sse_keep_alive) out.push_back("server.sse_keep_alive");
     if (a.list_page_size != b.list_page_size) out.push_back("server.list_page_size");
     if (a.input_request_ttl != b.input_request_ttl) out.push_back("server.input_request_ttl");
+    if (a.sessions != b.sessions) out.push_back("server.sessions");
     if (before.journal.directory != after.journal.directory || before.journal.map_size != after.journal.map_size)
         out.push_back("journal");
     if (before.logging.format != after.logging.format) out.push_back("logging.format");
@@ -673,6 +674,9 @@ int run_serve(std::vector<std::string> const& args) {
     eo.allow_anonymous = has_anonymous(*c);
     eo.input_request_ttl = c->server.input_request_ttl;
     eo.keep_alive_interval = c->server.sse_keep_alive;
+    eo.max_sessions = c->server.sessions.max;
+    eo.max_sessions_per_principal = c->server.sessions.max_per_principal;
+    eo.session_idle_timeout = c->server.sessions.idle_timeout;
     auto endpoint = std::make_shared<mcp_endpoint>(sv->backend, eo);
     auto http_options = to_http_server_options(c->server);
     // The REST API: reads come from the journal; run actions need the agent runtime.

@@ -76,6 +76,17 @@ std::string all_messages(std::vector<core::error> const& problems) {
     return out;
 }
 
+// A configuration whose server.sessions mapping is `entries` (one per line, as they sit under it).
+core::result<config> with_sessions(workspace const& w, std::string const& entries) {
+    return load_config(w.config("server:\n  sessions:\n    " + entries + "\n"), test_env());
+}
+
+// Its first problem as "code: message"; "" when it loads.
+std::string sessions_problem(workspace const& w, std::string const& entries) {
+    auto c = with_sessions(w, entries);
+    return c ? std::string() : c.error().code + ": " + c.error().message;
+}
+
 constexpr std::string_view one_upstream = R"yaml(
 upstreams:
   - name: ledger
@@ -339,6 +350,67 @@ TEST_CASE("the SSE keep-alive interval is configurable, and below 100ms is refus
     REQUIRE(c);
     CHECK(c->server.sse_keep_alive == std::chrono::milliseconds(500));
     CHECK_THAT(first_problem(w.config("server:\n  sse_keep_alive: 10ms\n")), Catch::Contains("server.sse_keep_alive"));
+}
+
+TEST_CASE("session limits default to 1024 sessions, 64 per principal and 30 minutes idle") {
+    workspace w;
+    auto c = load_config(w.config("{}\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->server.sessions.max == 1024);
+    CHECK(c->server.sessions.max_per_principal == 64);
+    CHECK(c->server.sessions.idle_timeout == std::chrono::minutes(30));
+    CHECK_THAT(summary(*c), Catch::Contains("at most 1024 legacy MCP sessions, 64 per principal; idle ones end after 30m"));
+}
+
+TEST_CASE("session limits are read from server.sessions") {
+    workspace w;
+    auto c = with_sessions(w, "max: 200\n    max_per_principal: 10\n    idle_timeout: 5m");
+    REQUIRE(c);
+    CHECK(c->server.sessions == session_limits{.max = 200, .max_per_principal = 10, .idle_timeout = std::chrono::minutes(5)});
+    CHECK_THAT(summary(*c), Catch::Contains("at most 200 legacy MCP sessions, 10 per principal; idle ones end after 5m"));
+}
+
+TEST_CASE("a session total below 64 is also the per-principal limit when none is given") {
+    workspace w;
+    auto c = with_sessions(w, "max: 16");
+    REQUIRE(c);
+    CHECK(c->server.sessions == session_limits{.max = 16, .max_per_principal = 16});
+}
+
+TEST_CASE("a sessions mapping with every entry commented out means its defaults") {
+    workspace w;
+    auto c = with_sessions(w, "# max: 10");
+    REQUIRE(c);
+    CHECK(c->server.sessions == session_limits{});
+}
+
+TEST_CASE("a session limit of zero is refused naming the field") {
+    workspace w;
+    CHECK_THAT(sessions_problem(w, "max: 0"), Catch::StartsWith("invalid_value: server.sessions.max is 0;"));
+    CHECK_THAT(sessions_problem(w, "max_per_principal: 0"),
+               Catch::StartsWith("invalid_value: server.sessions.max_per_principal is 0;"));
+}
+
+TEST_CASE("a per-principal session limit above the total is refused naming both fields") {
+    workspace w;
+    CHECK_THAT(sessions_problem(w, "max: 100\n    max_per_principal: 101"),
+               Catch::StartsWith("invalid_value: server.sessions.max_per_principal is 101;") &&
+                   Catch::Contains("server.sessions.max (100)"));
+    CHECK_THAT(sessions_problem(w, "max_per_principal: 2000"), Catch::Contains("server.sessions.max (1024)"));
+}
+
+TEST_CASE("a session idle timeout that is not a duration, or under a second, is refused naming the field") {
+    workspace w;
+    CHECK_THAT(sessions_problem(w, "idle_timeout: 30"),
+               Catch::StartsWith("invalid_duration: server.sessions.idle_timeout") && Catch::Contains("\"30s\""));
+    CHECK_THAT(sessions_problem(w, "idle_timeout: half an hour"),
+               Catch::StartsWith("invalid_duration: server.sessions.idle_timeout"));
+    CHECK_THAT(sessions_problem(w, "idle_timeout: 500ms"), Catch::StartsWith("invalid_value: server.sessions.idle_timeout"));
+}
+
+TEST_CASE("an unknown key under server.sessions is refused with its full path") {
+    workspace w;
+    CHECK_THAT(sessions_problem(w, "per_principal: 5"), Catch::Contains("server.sessions.per_principal"));
 }
 
 TEST_CASE("TLS files that do not exist are refused") {

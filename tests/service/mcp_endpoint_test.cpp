@@ -271,6 +271,118 @@ TEST_CASE("a session idle for longer than the timeout has ended") {
     CHECK(f.backend->closed_sessions() == std::vector<std::string>{sid});
 }
 
+// ---------------------------------------------------------------- session limits
+
+namespace {
+
+// A clock the test moves by hand, in milliseconds past an arbitrary start.
+struct manual_clock {
+    std::shared_ptr<std::atomic<long>> elapsed_ms = std::make_shared<std::atomic<long>>(0);
+    std::function<std::chrono::steady_clock::time_point()> function() const {
+        return [e = elapsed_ms] { return std::chrono::steady_clock::time_point{} + std::chrono::hours(1) + std::chrono::milliseconds(e->load()); };
+    }
+    void advance(std::chrono::milliseconds d) const { *elapsed_ms += static_cast<long>(d.count()); }
+};
+
+mcp_endpoint_options with_session_limits(std::size_t total, std::size_t each) {
+    auto o = test_options();
+    o.max_sessions = total;
+    o.max_sessions_per_principal = each;
+    return o;
+}
+
+// One session per principal, idling out after `idle` on `clock`.
+mcp_endpoint_options one_session_each(manual_clock const& clock, std::chrono::milliseconds idle) {
+    auto o = with_session_limits(1024, 1);
+    o.session_idle_timeout = idle;
+    o.clock = clock.function();
+    return o;
+}
+
+std::string const tools_list = R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})";
+
+}  // namespace
+
+TEST_CASE("a principal at its session limit gets 429 saying how to free one, while another principal still opens sessions") {
+    endpoint_fixture f(with_session_limits(1024, 2));
+    f.initialize(token);
+    f.initialize(token);
+    auto refused = f.post(init_body);
+    CHECK(refused.status == 429);
+    CHECK_FALSE(header_value(refused.head, "Mcp-Session-Id").has_value());
+    auto body = body_json(refused);
+    CHECK(body.at("id") == 1);
+    std::string message(body.at("error").at("message").as_string());
+    CHECK_THAT(message, Catch::Contains("'alice'") && Catch::Contains("DELETE") && Catch::Contains("Mcp-Session-Id") &&
+                            Catch::Contains("expires after 30m"));
+    f.initialize(other_token);
+    CHECK(f.endpoint->session_count() == 3);
+}
+
+TEST_CASE("the total session limit still answers 503 when the caller is under its own share") {
+    endpoint_fixture f(with_session_limits(2, 2));
+    f.initialize(token);
+    f.initialize(other_token);
+    CHECK(f.post(init_body).status == 503);
+    CHECK(f.endpoint->session_count() == 2);
+}
+
+TEST_CASE("deleting a session frees its principal's slot for a new one") {
+    endpoint_fixture f(with_session_limits(1024, 1));
+    auto sid = f.initialize();
+    CHECK(f.post(init_body).status == 429);
+    CHECK(f.send("DELETE", "", f.in_session(sid)).status == 204);
+    auto again = f.post(init_body);
+    CHECK(again.status == 200);
+    CHECK(f.endpoint->session_count() == 1);
+}
+
+TEST_CASE("a session that idles out frees its principal's slot for a new one") {
+    manual_clock clock;
+    endpoint_fixture f(one_session_each(clock, 60s));
+    auto sid = f.initialize();
+    clock.advance(30s);
+    CHECK(f.post(init_body).status == 429);
+    clock.advance(31s);
+    CHECK(f.post(init_body).status == 200);
+    CHECK(f.backend->closed_sessions() == std::vector<std::string>{sid});
+    CHECK(f.endpoint->session_count() == 1);
+}
+
+TEST_CASE("a slot held by an expired session is freed at once, even between the once-a-second sweeps") {
+    manual_clock clock;
+    endpoint_fixture f(one_session_each(clock, 100ms));
+    auto sid = f.initialize();
+    clock.advance(500ms);  // expired, but the last sweep was under a second ago
+    CHECK(f.post(init_body).status == 200);
+    CHECK(f.backend->closed_sessions() == std::vector<std::string>{sid});
+}
+
+TEST_CASE("a session with its notification stream open does not idle out, and does once the client closes the stream") {
+    manual_clock clock;
+    auto o = test_options();
+    o.session_idle_timeout = 60s;
+    o.clock = clock.function();
+    endpoint_fixture f(o);
+    auto sid = f.initialize();
+    {
+        auto stream = raw_connection::tcp(f.port);
+        stream.send(f.request_text("GET", "", f.in_session(sid), std::string(token), std::nullopt));
+        REQUIRE(stream.read_until([](std::string const& d) { return d.find("retry:") != std::string::npos; }));
+        clock.advance(10min);
+        CHECK(f.post(tools_list, f.in_session(sid)).status == 200);
+        clock.advance(10min);
+        CHECK(f.post(tools_list, f.in_session(sid)).status == 200);
+    }
+    // The stream's end is noticed on the server's side a moment later; until then the session is
+    // still live, and each request moves its idle clock on.
+    CHECK(eventually([&] {
+        clock.advance(61s);
+        return f.post(tools_list, f.in_session(sid)).status == 404;
+    }));
+    CHECK(f.backend->closed_sessions() == std::vector<std::string>{sid});
+}
+
 TEST_CASE("an unsupported MCP-Protocol-Version on a legacy session gets 400") {
     endpoint_fixture f;
     auto sid = f.initialize();
