@@ -182,7 +182,8 @@ bool same_client(upstream_config const& a, core::egress_allowlist const& ea, ups
                  core::egress_allowlist const& eb) {
     if (a.name != b.name || a.kind != b.kind || a.deadline != b.deadline || !(a.destination == b.destination)) return false;
     if (a.kind == upstream_kind::stdio)
-        return a.stdio.argv == b.stdio.argv && a.stdio.env == b.stdio.env && a.stdio.cwd == b.stdio.cwd;
+        return a.stdio.argv == b.stdio.argv && a.stdio.env == b.stdio.env && a.stdio.cwd == b.stdio.cwd &&
+               a.stdio.max_message_bytes == b.stdio.max_message_bytes;
     return a.http.url == b.http.url && a.http.headers == b.http.headers && a.http.verify_peer == b.http.verify_peer &&
            a.http.ca_file == b.http.ca_file && ea.entries() == eb.entries();
 }
