@@ -2,6 +2,7 @@
 
 #include "core/canonical_json.hpp"
 
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value_from.hpp>
 
@@ -81,6 +82,107 @@ std::optional<request_id> read_request_id(json::value const& v) {
     // Refused: uint64 (Boost.JSON's kind for values above INT64_MAX, which no peer should mint) and
     // doubles (1.5, 1e3): echoing them back exactly is not possible, so they cannot be ids.
     return std::nullopt;
+}
+
+namespace {
+
+constexpr std::string_view json_space = " \t\r\n";
+constexpr auto npos = std::string_view::npos;
+
+std::size_t skip_space(std::string_view text, std::size_t i) {
+    auto j = text.find_first_not_of(json_space, i);
+    return j == npos ? text.size() : j;
+}
+
+std::string_view trim_end(std::string_view text) {
+    auto last = text.find_last_not_of(json_space);
+    return text.substr(0, last == npos ? 0 : last + 1);
+}
+
+// One past the closing quote of the string opening at text[i]; npos when the bytes end first.
+std::size_t end_of_string(std::string_view text, std::size_t i) {
+    for (++i; i < text.size(); ++i) {
+        if (text[i] == '\\') ++i;
+        else if (text[i] == '"') return i + 1;
+    }
+    return npos;
+}
+
+// One past the value starting at text[i]; npos when the bytes end first (a number cut off at the
+// end could have had more digits, so it is not complete either).
+std::size_t end_of_value(std::string_view text, std::size_t i) {
+    if (i >= text.size()) return npos;
+    if (text[i] == '"') return end_of_string(text, i);
+    if (text[i] != '{' && text[i] != '[') return text.find_first_of(",}] \t\r\n", i);
+    int depth = 0;
+    while (i < text.size()) {
+        char ch = text[i];
+        if (ch == '"') {
+            i = end_of_string(text, i);
+            if (i == npos) return npos;
+            continue;
+        }
+        if (ch == '{' || ch == '[') ++depth;
+        else if ((ch == '}' || ch == ']') && --depth == 0) return i + 1;
+        ++i;
+    }
+    return npos;
+}
+
+std::optional<request_id> id_from_text(std::string_view value) {
+    boost::system::error_code ec;
+    auto v = json::parse(value, ec);
+    return ec ? std::nullopt : read_request_id(v);
+}
+
+}  // namespace
+
+message_head read_message_head(std::string_view text) {
+    message_head head;
+    auto i = skip_space(text, 0);
+    if (i >= text.size() || text[i] != '{') return head;
+    i = skip_space(text, i + 1);
+    // Member by member, until the bytes end or stop looking like an object.
+    while (i < text.size() && text[i] == '"') {
+        auto key_end = end_of_string(text, i);
+        if (key_end == npos) break;
+        auto key = text.substr(i, key_end - i);
+        i = skip_space(text, key_end);
+        if (i >= text.size() || text[i] != ':') break;
+        i = skip_space(text, i + 1);
+        if (key == R"("method")") head.has_method = true;
+        auto value_end = end_of_value(text, i);
+        if (value_end == npos) break;
+        if (key == R"("id")") head.id = id_from_text(text.substr(i, value_end - i));
+        i = skip_space(text, value_end);
+        if (i >= text.size() || text[i] != ',') break;
+        i = skip_space(text, i + 1);
+    }
+    return head;
+}
+
+std::optional<request_id> read_trailing_id(std::string_view text) {
+    text = trim_end(text);
+    if (!text.ends_with('}')) return std::nullopt;
+    text = trim_end(text.substr(0, text.size() - 1));
+    std::size_t start = 0;
+    if (text.ends_with('"')) {
+        start = text.size() < 2 ? npos : text.rfind('"', text.size() - 2);
+    } else {
+        auto before = text.find_last_not_of("-0123456789");
+        start = before == npos ? npos : before + 1;
+    }
+    if (start == npos || start == text.size()) return std::nullopt;
+    auto value = text.substr(start);
+    // What precedes must be `{` or `,`, `"id"` and `:`: the member closes the object that the final
+    // `}` closes, so it is a top-level one. (A quote found inside a string would follow a '\\'.)
+    auto rest = trim_end(text.substr(0, start));
+    if (!rest.ends_with(':')) return std::nullopt;
+    rest = trim_end(rest.substr(0, rest.size() - 1));
+    if (!rest.ends_with(R"("id")")) return std::nullopt;
+    rest = trim_end(rest.substr(0, rest.size() - 4));
+    if (!rest.ends_with(',') && !rest.ends_with('{')) return std::nullopt;
+    return id_from_text(value);
 }
 
 error_response make_error_response(std::optional<request_id> id, std::int64_t code, std::string message,

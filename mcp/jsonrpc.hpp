@@ -102,6 +102,18 @@ std::optional<request_id> id_of(message const& m);
 // A request id or progress token read from JSON: integer (fits int64) or string; anything else fails.
 std::optional<request_id> read_request_id(boost::json::value const& v);
 
+// A message too long to be read whole, as far as its first bytes tell: whether it is a request or
+// notification (a top-level "method"), and its top-level id when those bytes hold it whole.
+struct message_head {
+    bool has_method = false;
+    std::optional<request_id> id;
+};
+message_head read_message_head(std::string_view first_bytes);
+
+// The top-level id of a message from its last bytes, when the id is its last member
+// (`...,"jsonrpc":"2.0","id":7}`, the order the TypeScript SDK writes its replies in).
+std::optional<request_id> read_trailing_id(std::string_view last_bytes);
+
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, request const& r);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, notification const& n);
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, response const& r);

@@ -231,8 +231,26 @@ struct stdio_pending {
     std::optional<transport_error> error;
 };
 
+// A stdout line past max_message_bytes, skipped up to its newline: what its first bytes told, and
+// its last bytes (where the TypeScript SDK writes a reply's id).
+struct oversized_line {
+    static constexpr std::size_t tail_bytes = 256;
+
+    explicit oversized_line(message_head h) : head(std::move(h)) {}
+
+    void keep_tail(std::string_view more) {
+        if (more.size() > tail_bytes) more.remove_prefix(more.size() - tail_bytes);
+        tail.append(more);
+        if (tail.size() > tail_bytes) tail.erase(0, tail.size() - tail_bytes);
+    }
+
+    message_head head;
+    std::string tail;
+};
+
 }  // namespace detail
 
+using detail::oversized_line;
 using detail::stdio_child;
 using detail::stdio_outgoing;
 using detail::stdio_pending;
@@ -533,7 +551,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     asio::awaitable<void> read_stdout(keep_alive, std::shared_ptr<stdio_child> c) {
         std::string buf(read_chunk_bytes, '\0');
         std::string line;
-        bool skipping = false;  // inside a line that was too long: discard up to its newline
+        std::optional<oversized_line> skipping;  // inside a line that was too long: discard up to its newline
         // No read deadline here: a server is silent between calls by design. What must not wait
         // forever is a call, and each call has its own deadline.
         for (;;) {
@@ -542,16 +560,18 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
             while (!data.empty()) {
                 auto nl = data.find('\n');
                 auto part = data.substr(0, nl);
-                if (!skipping && line.size() + part.size() > opts.max_line_bytes) {
-                    spdlog::warn("upstream {}: skipped a stdout line longer than {} bytes", name(), opts.max_line_bytes);
+                if (!skipping && line.size() + part.size() > opts.max_message_bytes) {
+                    line.append(part.substr(0, opts.max_message_bytes - line.size()));
+                    skipping.emplace(read_message_head(line));
                     line.clear();
-                    skipping = true;
                 }
-                if (!skipping) line.append(part);
+                if (skipping) skipping->keep_tail(part);
+                else line.append(part);
                 if (nl == std::string_view::npos) break;
                 data.remove_prefix(nl + 1);
                 if (skipping) {
-                    skipping = false;
+                    skip_oversized(c, *skipping);
+                    skipping.reset();
                 } else {
                     handle_line(c, line);
                 }
@@ -614,15 +634,14 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
             spawn(answer_server_request(shared_from_this(), c, std::move(*r)));
         } else {
             auto id = id_of(m);
-            auto it = id ? pending.find(*id) : pending.end();
-            if (it == pending.end() || it->second->child != c || it->second->done) {
+            auto p = id ? awaiting_reply(c, *id) : nullptr;
+            if (!p) {
                 // Typically the reply to a request that passed its deadline (the spec says to ignore it).
                 spdlog::debug("upstream {}: ignored a reply for {} which no request awaits", name(),
                               id ? to_string(*id) : std::string("an unknown id"));
                 return;
             }
-            auto p = it->second;
-            pending.erase(it);
+            pending.erase(*id);
             p->reply = std::move(m);
             p->finish();
         }
@@ -639,12 +658,10 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
             error_code ec;
             auto v = json::parse(line, ec);
             bool reply_shaped = !ec && v.is_object() && !v.get_object().contains("method");
-            auto it = reply_shaped ? pending.find(*id) : pending.end();
-            if (it != pending.end() && it->second->child == c && !it->second->done) {
+            if (auto p = reply_shaped ? awaiting_reply(c, *id) : nullptr) {
                 spdlog::warn("upstream {}: the reply to request {} is not valid JSON-RPC ({}): {}", name(), to_string(*id),
                              reason, excerpt(line));
-                auto p = it->second;
-                pending.erase(it);
+                pending.erase(*id);
                 p->error = fail(transport_error::kind::protocol,
                                 "upstream " + name() + ": the reply to request " + to_string(*id) +
                                     " is not valid JSON-RPC: " + reason);
@@ -654,6 +671,47 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         }
         spdlog::warn("upstream {}: skipped a stdout line that is not a JSON-RPC message ({}): {}", name(), reason,
                      excerpt(line));
+    }
+
+    // A line longer than max_message_bytes is not read. If it answers a call in flight, that call
+    // fails now rather than at its deadline.
+    void skip_oversized(std::shared_ptr<stdio_child> const& c, oversized_line const& skipped) {
+        auto const limit = std::to_string(opts.max_message_bytes);
+        auto p = owner_of_oversized(c, skipped);
+        if (!p) {
+            spdlog::warn("upstream {}: skipped a stdout message longer than {} bytes (max_message_bytes)", name(), limit);
+            return;
+        }
+        spdlog::warn("upstream {}: the reply to request {} is longer than {} bytes (max_message_bytes); the request fails",
+                     name(), to_string(p->id), limit);
+        pending.erase(p->id);
+        p->error = fail(transport_error::kind::protocol, "upstream " + name() + ": the server sent a message of more than " +
+                                                             limit + " bytes in reply to request " + to_string(p->id) +
+                                                             "; the limit is the upstream's max_message_bytes");
+        p->finish();
+    }
+
+    // The call an oversized line answers: the one its id names (found in its first or last bytes),
+    // or the only call in flight when those bytes do not tell. None when the line is a request or a
+    // notification, or when more than one call could own it.
+    std::shared_ptr<stdio_pending> owner_of_oversized(std::shared_ptr<stdio_child> const& c, oversized_line const& skipped) {
+        if (skipped.head.has_method) return nullptr;
+        auto id = skipped.head.id ? skipped.head.id : read_trailing_id(skipped.tail);
+        if (id) return awaiting_reply(c, *id);
+        std::shared_ptr<stdio_pending> only;
+        for (auto const& [_, p] : pending) {
+            if (p->child != c || p->done) continue;
+            if (only) return nullptr;
+            only = p;
+        }
+        return only;
+    }
+
+    // The call in flight on `c` that waits for the reply with this id, if any.
+    std::shared_ptr<stdio_pending> awaiting_reply(std::shared_ptr<stdio_child> const& c, request_id const& id) {
+        auto it = pending.find(id);
+        if (it == pending.end() || it->second->child != c || it->second->done) return nullptr;
+        return it->second;
     }
 
     void route_notification(std::shared_ptr<stdio_child> const& c, notification const& n) {

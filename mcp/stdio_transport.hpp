@@ -23,7 +23,8 @@ struct stdio_options {
     std::vector<std::string> argv;            // argv[0] is looked up in PATH when it has no '/'
     std::map<std::string, std::string> env;   // the child's whole environment, plus PATH
     std::optional<std::string> cwd;           // working directory of the child; airlock's when absent
-    std::size_t max_line_bytes = 4 * 1024 * 1024;            // longer stdout lines are logged and skipped
+    // A longer stdout line is skipped, and the call it answers fails at once (when it can be told).
+    std::size_t max_message_bytes = 4 * 1024 * 1024;
     std::chrono::milliseconds stdin_close_grace{2'000};      // shutdown: wait after closing stdin
     std::chrono::milliseconds sigterm_grace{2'000};          // shutdown: wait after SIGTERM, then SIGKILL
     std::chrono::milliseconds restart_backoff_initial{250};  // first wait before restarting a dead child

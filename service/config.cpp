@@ -916,7 +916,7 @@ void read_http(reader& r, YAML::Node const& n, std::string const& p, upstream_co
 }
 
 std::optional<upstream_config> read_upstream(reader& r, YAML::Node const& n, std::string const& p) {
-    if (!r.mapping(n, p, {"name", "stdio", "url", "headers", "tls", "prefix", "deadline", "optional"}))
+    if (!r.mapping(n, p, {"name", "stdio", "url", "headers", "tls", "prefix", "deadline", "optional", "max_message_bytes"}))
         return std::nullopt;
     auto before = r.problems.size();
     upstream_config u;
@@ -940,8 +940,12 @@ std::optional<upstream_config> read_upstream(reader& r, YAML::Node const& n, std
         for (auto key : {"headers", "tls"})
             if (n[key]) r.fail("conflicting_fields", p + "." + key + " applies only to url upstreams");
         read_stdio(r, n["stdio"], p + ".stdio", u);
+        if (auto const v = n["max_message_bytes"]) {
+            if (auto b = r.size(v, p + ".max_message_bytes", 1024)) u.stdio.max_message_bytes = *b;
+        }
     } else {
         u.kind = upstream_kind::http;
+        if (n["max_message_bytes"]) r.fail("conflicting_fields", p + ".max_message_bytes applies only to stdio upstreams");
         read_http(r, n, p, u);
     }
     if (auto const v = n["prefix"]) {

@@ -293,7 +293,7 @@ int run_run(std::vector<std::string> const& args) {
     };
     auto task = [&]() -> asio::awaitable<core::result<outcome>> {
         auto r = co_await async_run_once(runs, std::move(request), on_start);
-        for (auto const& client : sc->clients) co_await client->async_close();
+        co_await async_close_upstreams(sc->clients);
         signals.cancel();  // the watcher's wait is the last work keeping the loop running
         co_return r;
     };

@@ -26,7 +26,9 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -182,7 +184,8 @@ bool same_client(upstream_config const& a, core::egress_allowlist const& ea, ups
                  core::egress_allowlist const& eb) {
     if (a.name != b.name || a.kind != b.kind || a.deadline != b.deadline || !(a.destination == b.destination)) return false;
     if (a.kind == upstream_kind::stdio)
-        return a.stdio.argv == b.stdio.argv && a.stdio.env == b.stdio.env && a.stdio.cwd == b.stdio.cwd;
+        return a.stdio.argv == b.stdio.argv && a.stdio.env == b.stdio.env && a.stdio.cwd == b.stdio.cwd &&
+               a.stdio.max_message_bytes == b.stdio.max_message_bytes;
     return a.http.url == b.http.url && a.http.headers == b.http.headers && a.http.verify_peer == b.http.verify_peer &&
            a.http.ca_file == b.http.ca_file && ea.entries() == eb.entries();
 }
@@ -253,6 +256,25 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
     if (!r) return r.error();
     sc.runs = *r;
     return sc;
+}
+
+asio::awaitable<void> async_close_upstreams(std::vector<std::shared_ptr<mcp::mcp_client>> clients) {
+    if (clients.empty()) co_return;
+    // One strand for the group's bookkeeping: the loop may run on several threads.
+    auto strand = asio::make_strand(co_await asio::this_coro::executor);
+    using close_op = decltype(asio::co_spawn(strand, std::declval<asio::awaitable<void>>(), asio::deferred));
+    std::vector<close_op> closes;
+    for (auto const& c : clients) closes.push_back(asio::co_spawn(strand, c->async_close(), asio::deferred));
+    auto all = asio::experimental::make_parallel_group(std::move(closes));
+    auto [order, failures] = co_await all.async_wait(asio::experimental::wait_for_all(), asio::use_awaitable);
+    for (auto const& e : failures) {
+        if (!e) continue;
+        try {
+            std::rethrow_exception(e);
+        } catch (std::exception const& ex) {
+            spdlog::error("closing an upstream ended by an internal error: {}", ex.what());
+        }
+    }
 }
 
 namespace {
@@ -357,23 +379,28 @@ struct serving {
     std::mutex mutex;
     config current;                                          // the configuration in force
     std::vector<std::shared_ptr<mcp::mcp_client>> clients;  // clients[i] serves current.upstreams[i]
+    std::vector<std::shared_ptr<mcp::mcp_client>> retiring;  // replaced by a reload, closed after drain_grace
     bool reloading = false;
     bool reload_again = false;
 
     explicit serving(asio::io_context& i) : ioc(i) {}
 
+    // Every client with an upstream that may still run: those in use and those being retired.
     std::vector<std::shared_ptr<mcp::mcp_client>> all_clients() {
         std::lock_guard lock(mutex);
-        return clients;
+        auto all = clients;
+        all.insert(all.end(), retiring.begin(), retiring.end());
+        return all;
     }
 };
 
 // Closes clients a reload no longer uses once calls in flight on them have had the grace period.
-asio::awaitable<void> async_retire_clients(std::vector<std::shared_ptr<mcp::mcp_client>> retired,
-                                           std::chrono::milliseconds grace) {
-    asio::steady_timer t(co_await asio::this_coro::executor, grace);
+asio::awaitable<void> async_retire_clients(std::shared_ptr<serving> sv, std::vector<std::shared_ptr<mcp::mcp_client>> retired) {
+    asio::steady_timer t(co_await asio::this_coro::executor, sv->drain_grace);
     co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
-    for (auto const& c : retired) co_await c->async_close();
+    co_await async_close_upstreams(retired);
+    std::lock_guard lock(sv->mutex);
+    std::erase_if(sv->retiring, [&](auto const& c) { return std::find(retired.begin(), retired.end(), c) != retired.end(); });
 }
 
 // One reload: the file is read and checked whole; only a configuration that loads and builds
@@ -427,10 +454,10 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
     auto gw = make_gateway(*next, exec, sv->journal, clients, sv->metrics);
     if (!gw) {
         spdlog::error("reload refused, the running configuration stays: {}", gw.error().message);
-        for (std::size_t i = 0; i < clients.size(); ++i) {
-            bool fresh = std::find(old_clients.begin(), old_clients.end(), clients[i]) == old_clients.end();
-            if (fresh) co_await clients[i]->async_close();
-        }
+        std::vector<std::shared_ptr<mcp::mcp_client>> fresh;
+        for (auto const& client : clients)
+            if (std::find(old_clients.begin(), old_clients.end(), client) == old_clients.end()) fresh.push_back(client);
+        co_await async_close_upstreams(std::move(fresh));
         co_return;
     }
     std::vector<std::shared_ptr<mcp::mcp_client>> retired;
@@ -458,11 +485,12 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
         sv->current.journal = journal;
         sv->current.logging.format = format;
         sv->clients = clients;
+        sv->retiring.insert(sv->retiring.end(), retired.begin(), retired.end());
     }
     spdlog::info("reload: done ({} upstreams, {} new or changed, {} removed; {} principals)", next->upstreams.size(),
                  added, retired.size(), next->principals.size());
     if (!retired.empty()) {
-        auto task = async_retire_clients(std::move(retired), sv->drain_grace);
+        auto task = async_retire_clients(sv, std::move(retired));
         asio::co_spawn(exec, std::move(task), asio::detached);
     }
     // Startup meets the upstreams before the first client; a reload does so for the new ones.
@@ -572,8 +600,12 @@ asio::awaitable<void> async_resume_runs(std::shared_ptr<runner> runs) {
     else if (*resumed) spdlog::info("resumed {} runs from the journal", *resumed);
 }
 
-void close_clients(asio::io_context& ioc, std::vector<std::shared_ptr<mcp::mcp_client>> const& clients) {
-    for (auto const& c : clients) asio::co_spawn(ioc, c->async_close(), asio::detached);
+// The last of serving: every upstream is stopped and its child reaped, and what was cancelled gets
+// at least `settle` to write its journal records; then the loop may end.
+asio::awaitable<void> async_wind_down(std::shared_ptr<serving> sv, std::chrono::milliseconds settle) {
+    asio::steady_timer settled(co_await asio::this_coro::executor, settle);
+    co_await async_close_upstreams(sv->all_clients());
+    co_await settled.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
 }  // namespace
@@ -755,17 +787,20 @@ int run_serve(std::vector<std::string> const& args) {
                  threads == 1 ? "" : "s");
     if (hints.value_or(::isatty(STDOUT_FILENO) == 1)) std::cout << start_hints(*c, where) << std::flush;
 
-    // Stopping: upstream children get a moment to be stopped by their clients, then the loop ends.
     auto timer = std::make_shared<asio::steady_timer>(ioc);
     std::atomic<bool> cut_short{false};
-    auto finish = [&ioc, sv, timer, endpoint, runs = sc->runs](std::chrono::milliseconds settle) {
+    // Stopping: the loop ends once every upstream has been closed (a stdio child stopped in the
+    // spec's order and reaped: none outlives airlock) and `settle` has passed.
+    auto finish = [&ioc, sv, endpoint, runs = sc->runs](std::chrono::milliseconds settle) {
         // What is still in flight is cancelled (an effect started and not finished reads as in
         // doubt in the journal); sessions end and their runs are sealed.
         endpoint->shutdown();
         runs->stop();
-        close_clients(ioc, sv->all_clients());
-        timer->expires_after(settle);
-        timer->async_wait([&ioc](boost::system::error_code const&) { ioc.stop(); });
+        auto stop_loop = [&ioc](std::exception_ptr e) {
+            if (e) spdlog::error("stopping the upstreams ended by an internal error; stopping anyway");
+            ioc.stop();
+        };
+        asio::co_spawn(ioc, async_wind_down(sv, settle), std::move(stop_loop));
     };
     on_drain = [&, grace = c->server.drain_grace](int sig) {
         life.begin_drain();
@@ -871,7 +906,7 @@ int run_stdio(std::vector<std::string> const& args) {
     so.input_request_ttl = c->server.input_request_ttl;
     auto task = [&]() -> asio::awaitable<void> {
         co_await async_serve_stdio(sc->gw, so);
-        for (auto const& client : sc->clients) co_await client->async_close();
+        co_await async_close_upstreams(sc->clients);
     };
     auto done = asio::co_spawn(ioc, task(), asio::use_future);
     ioc.run();

@@ -53,4 +53,9 @@ struct service_core {
 core::result<service_core> build_core(config const& c, boost::asio::any_io_executor exec,
                                       std::shared_ptr<airlock_metrics> metrics = nullptr);
 
+// Closes upstream clients all at once, each in the spec's order (a stdio child: close stdin, wait,
+// SIGTERM, wait, SIGKILL); completes when every one is closed and its child reaped. Every command
+// that started upstreams ends with this, so none leaves a child running.
+boost::asio::awaitable<void> async_close_upstreams(std::vector<std::shared_ptr<mcp::mcp_client>> clients);
+
 }  // namespace airlock::service

@@ -292,3 +292,48 @@ TEST_CASE("request ids print as integers or quoted strings") {
     CHECK(to_string(request_id(std::int64_t{42})) == "42");
     CHECK(to_string(request_id(std::string("a\"b"))) == "\"a\\\"b\"");
 }
+
+// ---- glimpses of a message too long to read ---------------------------------------------------
+
+TEST_CASE("the head of a reply cut off inside its result names its id when the id comes first") {
+    auto head = read_message_head(R"({"jsonrpc":"2.0", "id" : 42,"result":{"content":[{"type":"text","text":"aaaa)");
+    CHECK_FALSE(head.has_method);
+    REQUIRE(head.id.has_value());
+    CHECK(*head.id == request_id(std::int64_t{42}));
+}
+
+TEST_CASE("the head of a reply reads a string id and skips nested values with braces inside strings") {
+    auto head = read_message_head(R"({"_meta":{"a":["}\"",{"id":1}]},"id":"airlock-9","result":{"x":)");
+    REQUIRE(head.id.has_value());
+    CHECK(*head.id == request_id(std::string("airlock-9")));
+}
+
+TEST_CASE("the head of a reply whose id comes after the cut-off names no id") {
+    CHECK_FALSE(read_message_head(R"({"result":{"content":[{"text":"aaaa)").id.has_value());
+    CHECK_FALSE(read_message_head(R"({"result":{"id":3,"text":"aaaa)").id.has_value());
+    CHECK_FALSE(read_message_head(R"({"jsonrpc":"2.0","id":12)").id.has_value());  // 12 may go on: 123
+    CHECK_FALSE(read_message_head("not json at all").id.has_value());
+}
+
+TEST_CASE("the head of a notification or request says it has a method") {
+    CHECK(read_message_head(R"({"jsonrpc":"2.0","method":"notifications/message","params":{"data":"aaa)").has_method);
+    CHECK(read_message_head(R"({"method":"sampling/createMessage","params":{"messages":[)").has_method);
+    CHECK_FALSE(read_message_head(R"({"result":{"method":"x"},"id":1)").has_method);
+}
+
+TEST_CASE("the last bytes of a reply in the TypeScript SDK's order name its id") {
+    auto id = read_trailing_id(R"(aaaa"}]},"jsonrpc":"2.0","id":17})");
+    REQUIRE(id.has_value());
+    CHECK(*id == request_id(std::int64_t{17}));
+    auto named = read_trailing_id("aaa\"}, \"id\" : \"airlock-3\" }\r");
+    REQUIRE(named.has_value());
+    CHECK(*named == request_id(std::string("airlock-3")));
+}
+
+TEST_CASE("the last bytes of a message name no id when the last member is not a top-level id") {
+    CHECK_FALSE(read_trailing_id(R"(aaaa"},"structuredContent":{"id":5}})").has_value());  // nested
+    CHECK_FALSE(read_trailing_id(R"(,"id":5},"jsonrpc":"2.0"})").has_value());
+    CHECK_FALSE(read_trailing_id(R"(aaa\"id\":\"x"})").has_value());  // inside a string
+    CHECK_FALSE(read_trailing_id(R"(,"id":1.5})").has_value());        // not an id
+    CHECK_FALSE(read_trailing_id(R"(,"id":5)").has_value());           // the object does not end
+}

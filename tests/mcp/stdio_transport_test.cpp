@@ -8,6 +8,7 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_future.hpp>
@@ -54,6 +55,15 @@ const [mode, logFile] = process.argv.slice(2);
 const log = (s) => fs.appendFileSync(logFile, s + '\n');
 const send = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const keepRunning = mode === 'ignore-eof' || mode === 'ignore-term';
+// A reply of 100 kB, its id where a server might put it: first (Python SDK), last (TypeScript SDK),
+// or hidden (neither among the first nor the last bytes).
+const huge = (id, layout) => {
+  const pad = 'x'.repeat(100000);
+  if (layout === 'id-first') return JSON.stringify({ jsonrpc: '2.0', id, result: { pad } });
+  if (layout === 'id-last') return JSON.stringify({ result: { pad }, jsonrpc: '2.0', id });
+  return JSON.stringify({ result: { pad }, id, jsonrpc: '2.0' });
+};
+const held = [];
 if (keepRunning) setInterval(() => {}, 1000);
 if (mode === 'ignore-eof') process.on('SIGTERM', () => { log('got SIGTERM'); process.exit(0); });
 if (mode === 'ignore-term') process.on('SIGTERM', () => log('got SIGTERM'));
@@ -69,6 +79,16 @@ rl.on('line', (line) => {
   try { m = JSON.parse(line); } catch { return; }
   if (m.method === undefined || m.id === undefined) return;
   if (mode === 'silent') return;
+  if (mode === 'huge' || mode === 'huge-pair') {
+    // huge-pair holds the first call until the second is in, so both are in flight when the huge
+    // reply (to the call named huge/LAYOUT) goes out first.
+    held.push(m);
+    if (held.length < (mode === 'huge-pair' ? 2 : 1)) return;
+    const calls = held.splice(0);
+    for (const h of calls) if (h.method.startsWith('huge/')) process.stdout.write(huge(h.id, h.method.slice(5)) + '\n');
+    for (const h of calls) if (!h.method.startsWith('huge/')) send({ jsonrpc: '2.0', id: h.id, result: { method: h.method } });
+    return;
+  }
   if (mode === 'die' && m.method === 'die') process.exit(3);
   if (mode === 'reply-then-exit') { send({ jsonrpc: '2.0', id: m.id, result: { last: true } }); process.exit(0); }
   if (mode === 'noise') process.stdout.write('this line is not JSON\n');
@@ -180,6 +200,16 @@ asio::awaitable<transport_result<message>> initialize(transport& t) {
         if (!sent) co_return sent.error();
     }
     co_return r;
+}
+
+// One call on a fresh transport, closed afterwards.
+transport_result<message> call_once(stdio_options const& o, request req, std::chrono::milliseconds deadline) {
+    return run_awaitable([&]() -> asio::awaitable<transport_result<message>> {
+        stdio_transport t(co_await asio::this_coro::executor, o);
+        auto r = co_await t.async_request(std::move(req), within(deadline));
+        co_await t.async_close();
+        co_return r;
+    }());
 }
 
 asio::awaitable<transport_result<message>> call_numbered(transport& t, std::int64_t i) {
@@ -320,16 +350,81 @@ TEST_CASE("a stdout line longer than the maximum is skipped and the next message
     fake_server fake;
     log_capture logs;
     auto o = fake.options("long-line");
-    o.max_line_bytes = 1'000;
-    auto r = run_awaitable([&]() -> asio::awaitable<transport_result<message>> {
-        stdio_transport t(co_await asio::this_coro::executor, o);
-        auto r = co_await t.async_request(make_request(1, "tools/list"), within(10s));
-        co_await t.async_close();
-        co_return r;
-    }());
+    o.max_message_bytes = 1'000;
+    auto r = call_once(o, make_request(1, "tools/list"), 10s);
     INFO(describe(r));
     CHECK(result_of(r).at("method") == "tools/list");
-    CHECK(logs.contains("skipped a stdout line longer than 1000 bytes"));
+    CHECK(logs.contains("skipped a stdout message longer than 1000 bytes"));
+}
+
+namespace {
+
+// Two calls in flight on a server in mode huge-pair: `huge/LAYOUT` (answered first, with 100 kB)
+// and `tools/list`; the limit is 1000 bytes. The results in that order. The deadlines are far
+// beyond the test's run unless `huge_deadline` says otherwise: a call fails for its reply's size.
+std::pair<transport_result<message>, transport_result<message>> call_huge_and_small(
+    fake_server const& fake, std::string const& layout, std::chrono::milliseconds huge_deadline = 60s) {
+    auto o = fake.options("huge-pair");
+    o.max_message_bytes = 1'000;
+    return run_awaitable([&]() -> asio::awaitable<std::pair<transport_result<message>, transport_result<message>>> {
+        using namespace asio::experimental::awaitable_operators;
+        stdio_transport t(co_await asio::this_coro::executor, o);
+        auto huge = t.async_request(make_request(7, "huge/" + layout), within(huge_deadline));
+        auto small = t.async_request(make_request(8, "tools/list"), within(60s));
+        auto [huge_result, small_result] = co_await (std::move(huge) && std::move(small));
+        co_await t.async_close();
+        co_return std::pair(std::move(huge_result), std::move(small_result));
+    }());
+}
+
+}  // namespace
+
+TEST_CASE("a reply longer than the maximum with its id last fails its call at once while another call gets its reply") {
+    fake_server fake;
+    log_capture logs;
+    auto [huge, small] = call_huge_and_small(fake, "id-last");
+    INFO(describe(huge));
+    REQUIRE_FALSE(huge.has_value());
+    CHECK(huge.error().what == kind::protocol);
+    CHECK_THAT(huge.error().detail, Catch::Contains("more than 1000 bytes in reply to request 7") &&
+                                        Catch::Contains("max_message_bytes"));
+    INFO(describe(small));
+    CHECK(result_of(small).at("method") == "tools/list");
+    CHECK(logs.contains("the reply to request 7 is longer than 1000 bytes"));
+}
+
+TEST_CASE("a reply longer than the maximum with its id first fails its call at once while another call gets its reply") {
+    fake_server fake;
+    auto [huge, small] = call_huge_and_small(fake, "id-first");
+    INFO(describe(huge));
+    REQUIRE_FALSE(huge.has_value());
+    CHECK(huge.error().what == kind::protocol);
+    CHECK_THAT(huge.error().detail, Catch::Contains("more than 1000 bytes in reply to request 7"));
+    INFO(describe(small));
+    CHECK(result_of(small).at("method") == "tools/list");
+}
+
+TEST_CASE("a reply longer than the maximum whose id cannot be seen fails the only call in flight") {
+    fake_server fake;
+    auto o = fake.options("huge");
+    o.max_message_bytes = 1'000;
+    auto r = call_once(o, make_request(3, "huge/id-hidden"), 60s);
+    INFO(describe(r));
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().what == kind::protocol);
+    CHECK_THAT(r.error().detail, Catch::Contains("more than 1000 bytes in reply to request 3"));
+}
+
+TEST_CASE("a reply longer than the maximum whose id cannot be seen fails neither of two calls in flight") {
+    fake_server fake;
+    log_capture logs;
+    auto [huge, small] = call_huge_and_small(fake, "id-hidden", 1s);
+    INFO(describe(huge));
+    REQUIRE_FALSE(huge.has_value());
+    CHECK(huge.error().what == kind::deadline);
+    INFO(describe(small));
+    CHECK(result_of(small).at("method") == "tools/list");
+    CHECK(logs.contains("skipped a stdout message longer than 1000 bytes"));
 }
 
 TEST_CASE("a server that exits mid-call fails the pending call as no_reply") {

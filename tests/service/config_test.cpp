@@ -456,6 +456,46 @@ TEST_CASE("stdio written as a list is the upstream's argv") {
     CHECK(c->upstreams.at(0).destination == core::destination{core::process_destination{"node"}});
 }
 
+TEST_CASE("a stdio upstream reads messages of up to 4 MiB unless max_message_bytes says otherwise") {
+    workspace w;
+    auto c = load_config(w.config(R"yaml(
+upstreams:
+  - name: ledger
+    stdio: [node, ledger.js]
+  - name: big
+    stdio: [node, big.js]
+    max_message_bytes: 16MiB
+  - name: exact
+    stdio: [node, exact.js]
+    max_message_bytes: 100000
+)yaml"),
+                         test_env());
+    REQUIRE(c);
+    REQUIRE(c->upstreams.size() == 3);
+    CHECK(c->upstreams[0].stdio.max_message_bytes == 4 * 1024 * 1024);
+    CHECK(c->upstreams[1].stdio.max_message_bytes == 16 * 1024 * 1024);
+    CHECK(c->upstreams[2].stdio.max_message_bytes == 100'000);
+}
+
+TEST_CASE("a max_message_bytes that is not a size, or below 1 KiB, or on a url upstream is refused naming its path") {
+    workspace w;
+    struct refused {
+        std::string entry;  // the upstream's entry, after `upstreams:`
+        std::string code;
+    };
+    std::string const ledger = "\n  - name: ledger\n    stdio: [node, ledger.js]\n    max_message_bytes: ";
+    std::vector<refused> cases{{ledger + "lots\n", "invalid_size"},
+                               {ledger + "100\n", "invalid_value"},
+                               {"\n  - name: docs\n    url: http://127.0.0.1:9/mcp\n    max_message_bytes: 8MiB\n",
+                                "conflicting_fields"}};
+    for (auto const& c : cases) {
+        auto file = w.config("upstreams:" + c.entry);
+        INFO(c.entry);
+        CHECK(first_code(file) == c.code);
+        CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0].max_message_bytes"));
+    }
+}
+
 TEST_CASE("an empty argv is refused") {
     workspace w;
     auto file = w.config("upstreams:\n  - name: ledger\n    stdio: { argv: [] }\n");

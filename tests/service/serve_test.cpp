@@ -1,10 +1,15 @@
 #include "tests/support/child_process.hpp"
+#include "tests/support/file_text.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <csignal>
+#include <fstream>
 #include <regex>
+#include <thread>
 
 using namespace airlock::testing;
 using namespace std::chrono_literals;
@@ -18,6 +23,31 @@ std::uint16_t start_serve(child_process& p) {
     REQUIRE(std::regex_search(*line, m, std::regex(R"(127\.0\.0\.1:(\d+))")));
     return static_cast<std::uint16_t>(std::stoi(m[1]));
 }
+
+// A stdio upstream that is no MCP server at all and will not stop: it ignores SIGTERM and never
+// reads stdin (so never sees its end). It writes its pid first; `exec` keeps that pid and the
+// ignored SIGTERM, and leaves no grandchild whose reaping would be up to init.
+constexpr char const* stubborn_sh = R"(trap '' TERM
+echo $$ > "$1.tmp" && mv "$1.tmp" "$1"
+exec sleep 600
+)";
+
+// True once no process is left in the process group `pgid`, polling a while for it.
+bool group_ends(int pgid) {
+    for (int i = 0; i < 200; ++i) {
+        if (::kill(-pgid, 0) == -1 && errno == ESRCH) return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return false;
+}
+
+// Kills what is left of a process group when the test ends, whatever happened in it.
+struct group_reaper {
+    int pgid = 0;
+    ~group_reaper() {
+        if (pgid > 0) ::kill(-pgid, SIGKILL);
+    }
+};
 }  // namespace
 
 TEST_CASE("serve answers /healthz with 200 and a JSON body") {
@@ -62,4 +92,33 @@ TEST_CASE("SIGTERM stops serve cleanly with exit code 0") {
     REQUIRE(http_get(port, "/healthz").status == 200);
     p.signal(SIGTERM);
     CHECK(p.wait(15s) == 0);
+}
+
+TEST_CASE("SIGTERM to airlock serve stops a stdio upstream that ignores stdin EOF and SIGTERM, leaving no process behind") {
+    temp_dir dir("airlock-serve-upstream");
+    auto pid_file = dir.path() / "upstream.pid";
+    std::ofstream(dir.path() / "stubborn.sh") << stubborn_sh;
+    std::ofstream(dir.path() / "airlock.yaml")
+        << "journal: { dir: journal }\n"
+        << "upstreams:\n  - name: stubborn\n    stdio: [/bin/sh, stubborn.sh, \"" << pid_file.string() << "\"]\n"
+        << "    optional: true\n"
+        << "egress:\n  - process: /bin/sh\n";
+    group_reaper upstream;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", (dir.path() / "airlock.yaml").string(), "--listen",
+                           "127.0.0.1:0", "--log-format", "text"});
+    start_serve(airlock);
+    // airlock meets its upstreams right after it starts listening: the child is up once its pid is written.
+    for (int i = 0; i < 200 && file_text(pid_file).empty(); ++i) std::this_thread::sleep_for(50ms);
+    auto pid_text = file_text(pid_file);
+    REQUIRE_FALSE(pid_text.empty());
+    upstream.pgid = std::stoi(pid_text);  // the child leads its own process group
+    REQUIRE(::kill(upstream.pgid, 0) == 0);
+
+    airlock.signal(SIGTERM);
+    int exit_code = airlock.wait(30s);
+    bool upstream_gone = group_ends(upstream.pgid);
+    INFO(airlock.stderr_text());
+    CHECK(exit_code == 0);
+    CHECK(upstream_gone);
+    CHECK_THAT(airlock.stderr_text(), Catch::Contains("sending SIGTERM") && Catch::Contains("sending SIGKILL"));
 }
