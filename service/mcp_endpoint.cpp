@@ -277,6 +277,7 @@ struct exchange {
     std::string key;               // the request id's text, within its session
     std::atomic<bool> gone{false};       // the client can no longer receive what this request emits
     std::atomic<bool> cancelled{false};  // the client cancelled it (notifications/cancelled or closed modern stream)
+    std::atomic<bool> cut_off{false};    // airlock ended it (stopping at once): the client is told so
     // Modern: a capability the request turned out to need that the client did not declare; the
     // request then ends with -32021 whatever the backend makes of the refusal. Guarded by impl::mutex.
     std::optional<std::string> missing_capability;
@@ -570,7 +571,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     // Releases what an ended session held: its requests are cancelled, its questions to the
     // client fail, its stream ends, and the backend hears of it.
-    void finish_session(std::shared_ptr<session> const& s, std::string_view why) {
+    // `cut_off`: the session's requests end by airlock's decision, and each gets an error saying so.
+    void finish_session(std::shared_ptr<session> const& s, std::string_view why, bool cut_off = false) {
         std::vector<std::shared_ptr<exchange>> running;
         std::vector<std::shared_ptr<answer_channel>> waiting;
         std::shared_ptr<listen_stream> stream;
@@ -583,7 +585,10 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             s->asks.clear();
             stream = std::move(s->get_stream);
         }
-        for (auto& ex : running) cancel(ex);
+        for (auto& ex : running) {
+            ex->cut_off = cut_off;
+            cancel(ex);
+        }
         for (auto& a : waiting) a->try_send(asio::error::operation_aborted, nullptr);
         if (stream) end_listen_stream(stream, std::nullopt);
         spdlog::info("mcp: session {}… of '{}' ended ({})", short_id(s->id), s->principal, why);
@@ -815,8 +820,13 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             id = in.reply_id;
             if (!in.pending_id.empty()) self->pending_inputs.erase(in.pending_id);
         }
+        if (ex->cut_off)
+            result = mcp::error_object{mcp::rpc_code::internal_error,
+                                       "airlock is stopping: this request was cut off before it finished (a tool call "
+                                       "may or may not have taken effect; its journal record says which)",
+                                       std::nullopt};
         outgoing o = final_message(e, ex->method, id, std::move(result));
-        o.suppress = ex->cancelled;
+        o.suppress = ex->cancelled && !ex->cut_off;
         if (auto s = ex->owner.lock()) {
             std::lock_guard lock(self->mutex);
             if (auto it = s->in_flight.find(ex->key); it != s->in_flight.end() && it->second.lock() == ex) s->in_flight.erase(it);
@@ -1445,7 +1455,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             pending_inputs.clear();
         }
         for (auto& ex : parked) cancel(ex);
-        for (auto& s : all) finish_session(s, "server shutting down");
+        for (auto& s : all) finish_session(s, "server shutting down", true);
     }
 };
 

@@ -83,8 +83,10 @@ TEST_CASE("a second SIGTERM during the drain stops airlock at once, and the jour
         INFO(airlock.stderr_text());
         CHECK(airlock.wait(20s) == 0);
         CHECK_THAT(airlock.stderr_text(), Catch::Contains("stopping now"));
-        // The call was cut off: the client fails instead of waiting out its 100 steps.
+        // The call was cut off: the client fails with an error that says so, instead of waiting
+        // out its 100 steps.
         CHECK(run.client->wait(30s) != 0);
+        CHECK_THAT(run.client->stderr_text(), Catch::Contains("airlock is stopping: this request was cut off"));
     }
     auto verified = d.verify_journal();
     INFO(verified.out << verified.err);
