@@ -57,6 +57,11 @@ std::optional<boost::json::object> mcp_client::server_capabilities() const {
 
 core::destination mcp_client::destination_of(core::tool_id const&) const { return transport_->destination(); }
 
+std::uint64_t mcp_client::connection() const {
+    std::lock_guard lock(mutex_);
+    return connected_ ? handshakes_ : 0;
+}
+
 std::string mcp_client::next_id() { return "airlock-" + std::to_string(++ids_); }
 
 tool_error mcp_client::to_tool_error(transport_error const& e, std::string const& tool) const {
@@ -149,6 +154,7 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
                 }
                 connected_ = true;
                 connecting_ = false;
+                ++handshakes_;
                 co_return core::tool_result<void>{};
             }
             case era_detector::step_kind::failed:

@@ -104,6 +104,10 @@ public:
     // The era and version in use; empty version before the first connect.
     era current_era() const;
     std::string protocol_version() const;
+    // Which handshake the client is connected by: 1 for the first, one more for each reconnection
+    // (a restarted child, a new HTTP session); 0 while not connected. A server reached again may
+    // not be the one whose tools were listed.
+    std::uint64_t connection() const;
     // The capabilities the server declared in its handshake; nullopt before the first connect.
     std::optional<boost::json::object> server_capabilities() const;
 
@@ -119,6 +123,7 @@ private:
     mutable std::mutex mutex_;
     bool connected_ = false;
     bool connecting_ = false;
+    std::uint64_t handshakes_ = 0;
     era era_ = era::legacy;
     std::string version_;
     std::optional<boost::json::object> server_capabilities_;

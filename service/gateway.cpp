@@ -354,7 +354,9 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
         std::lock_guard lock(mutex_);
         auto& c = catalogues_[up.name];
         // Fresh until its TTL (retry_after) passes; a failed read waits out its backoff the same way.
-        if (now < c.retry_after) co_return c.entries;
+        // A reconnected upstream (a restarted child, a new HTTP session) is read again at once: its
+        // tools are checked against their pins before any call is sent on the new connection.
+        if (now < c.retry_after && (c.failed || c.connection == up.client->connection())) co_return c.entries;
     }
     auto listed = co_await up.client->async_list_tools();
     if (!listed) {
@@ -437,6 +439,7 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
     c.entries = std::make_shared<std::vector<catalogue_entry> const>(std::move(entries));
     c.failed = false;
     c.answered = true;
+    c.connection = up.client->connection();
     // Re-read after the TTL even without list_changed: not every server sends it.
     c.retry_after = now + catalogue_ttl;
     auto snapshot = c.entries;
