@@ -127,8 +127,9 @@ bool is_method_not_found(mcp::handler_result const& r) {
 // A call's outcome record, written after the reply. Nobody waits for it, so on LMDB it rides in the
 // transaction of the next effect_started (one fsync instead of two on the next call's path) or is
 // committed within the store's defer_limit.
+// `hold` keeps the run open (unsealed) until the record is written.
 asio::awaitable<void> async_journal_outcome(std::shared_ptr<core::journal_store> journal, std::string run,
-                                            core::new_record rec) {
+                                            core::new_record rec, std::shared_ptr<void> hold) {
     auto batch = core::one_record(std::move(rec));
     core::result<std::vector<core::record>> r = core::make_error("internal", "not written");
     if (auto* lmdb = dynamic_cast<store::lmdb_store*>(journal.get()))
@@ -136,6 +137,7 @@ asio::awaitable<void> async_journal_outcome(std::shared_ptr<core::journal_store>
     else
         r = co_await journal->async_append(run, std::move(batch));
     if (!r) spdlog::error("journal: run {}: {}", run, r.error().message);
+    hold.reset();
 }
 
 // What the effect_done record keeps of a call's result: the result itself, or, when that would not
@@ -685,6 +687,8 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
         co_return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
     }
 
+    auto hold = hold_run(*run);
+
     auto deny = [&](std::string tool, core::deny_reason reason, std::string detail) -> asio::awaitable<mcp::handler_result> {
         json::object body{{"tool", tool}, {"reason", core::to_string(reason)}, {"detail", detail}};
         core::new_record rec{core::record_kind::policy_denied, std::move(body)};
@@ -834,7 +838,7 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     // The outcome record need not delay the reply: lost in a crash, the effect reads as in doubt,
     // which is the truth.
     auto exec = co_await asio::this_coro::executor;
-    auto journal_outcome = async_journal_outcome(options_.journal, *run, std::move(after));
+    auto journal_outcome = async_journal_outcome(options_.journal, *run, std::move(after), std::move(hold));
     asio::co_spawn(exec, std::move(journal_outcome), asio::detached);
     co_return result;
 }
@@ -1358,8 +1362,9 @@ asio::awaitable<void> gateway::async_notification(mcp::notification, mcp::reques
 
 namespace {
 
-asio::awaitable<void> async_seal_session_run(std::shared_ptr<core::journal_store> journal, std::string run) {
-    std::string status = "succeeded", reason = "session ended";
+asio::awaitable<void> async_seal_session_run(std::shared_ptr<core::journal_store> journal, std::string run,
+                                             std::string reason) {
+    std::string status = "succeeded";
     auto r = co_await journal->async_seal(run, status, reason);
     if (!r) spdlog::warn("journal: sealing run {}: {}", run, r.error().message);
 }
@@ -1399,7 +1404,77 @@ void gateway::session_closed(std::string const& session_id) {
     if (!options_.executor) return;
     for (auto& [client, uri] : unsubscribe)
         asio::co_spawn(options_.executor, async_unsubscribe_upstream(client, uri), asio::detached);
-    if (run) asio::co_spawn(options_.executor, async_seal_session_run(options_.journal, *run), asio::detached);
+    if (run) close_run(*run, "session ended");
+}
+
+std::shared_ptr<void> gateway::hold_run(std::string const& run) {
+    {
+        std::lock_guard lock(mutex_);
+        ++open_calls_[run];
+    }
+    std::weak_ptr<gateway> weak = weak_from_this();
+    return std::shared_ptr<void>(nullptr, [weak, run](void*) {
+        if (auto self = weak.lock()) self->call_ended(run);
+    });
+}
+
+void gateway::call_ended(std::string const& run) {
+    std::lock_guard lock(mutex_);
+    auto it = open_calls_.find(run);
+    if (it == open_calls_.end() || --it->second > 0) return;
+    open_calls_.erase(it);
+    if (auto c = closing_.find(run); c != closing_.end()) {
+        auto reason = std::move(c->second);
+        closing_.erase(c);
+        seal(run, std::move(reason));
+    }
+}
+
+void gateway::close_run(std::string const& run, std::string reason) {
+    std::lock_guard lock(mutex_);
+    // A call still in the run would find it sealed when it journals its outcome: wait for it.
+    if (open_calls_.contains(run)) closing_.emplace(run, std::move(reason));
+    else seal(run, std::move(reason));
+}
+
+void gateway::seal(std::string run, std::string reason) {
+    if (!options_.executor) return;
+    ++sealing_;
+    std::weak_ptr<gateway> weak = weak_from_this();
+    auto done = [weak](std::exception_ptr) {
+        if (auto self = weak.lock()) {
+            std::lock_guard lock(self->mutex_);
+            --self->sealing_;
+        }
+    };
+    asio::co_spawn(options_.executor, async_seal_session_run(options_.journal, std::move(run), std::move(reason)),
+                   std::move(done));
+}
+
+void gateway::close_all_runs() {
+    std::vector<std::string> admitted;
+    {
+        std::lock_guard lock(mutex_);
+        for (auto const& [key, slot] : runs_)
+            if (slot.admitted) admitted.push_back(slot.run);
+        runs_.clear();
+    }
+    for (auto const& run : admitted) close_run(run, "airlock stopped");
+}
+
+asio::awaitable<void> gateway::async_runs_closed(std::chrono::milliseconds limit) {
+    auto until = std::chrono::steady_clock::now() + limit;
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    while (std::chrono::steady_clock::now() < until) {
+        {
+            std::lock_guard lock(mutex_);
+            if (closing_.empty() && sealing_ == 0) co_return;
+        }
+        t.expires_after(std::chrono::milliseconds(10));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    std::lock_guard lock(mutex_);
+    spdlog::warn("stopping: {} runs still had calls in flight and are left unsealed", closing_.size());
 }
 
 }  // namespace airlock::service

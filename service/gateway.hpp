@@ -85,6 +85,11 @@ public:
     boost::asio::awaitable<mcp::handler_result> async_handle(mcp::request req, mcp::request_context& ctx) override;
     boost::asio::awaitable<void> async_notification(mcp::notification n, mcp::request_context& ctx) override;
     void session_closed(std::string const& session_id) override;
+    // Stopping: every run this gateway admitted (sessions' and principals') is sealed once the
+    // calls still in it have journaled their outcomes.
+    void close_all_runs();
+    // Waits until every run being closed is sealed, or `limit` has passed.
+    boost::asio::awaitable<void> async_runs_closed(std::chrono::milliseconds limit);
     std::uint64_t add_listener(std::string const& principal, notification_sink sink) override;
     std::uint64_t add_session_listener(std::string const& principal, std::string const& session_id,
                                        notification_sink sink) override;
@@ -205,6 +210,15 @@ private:
     std::map<std::string, run_slot> runs_;          // session key → its run
     std::set<std::string> reported_definitions_;    // tool definitions already reported once: a changed pin ("server/tool digest", journaled) or a bad x-mcp-header (logged)
     std::map<std::string, std::uint32_t> steps_;   // run id → effects started
+    std::map<std::string, std::size_t> open_calls_;  // run id → calls in it whose outcome is not yet journaled
+    std::map<std::string, std::string> closing_;   // runs to seal once their open calls end → why
+    std::size_t sealing_ = 0;                      // seals under way
+    // Counts a call in `run` until the returned token is released (after its outcome is journaled).
+    std::shared_ptr<void> hold_run(std::string const& run);
+    void call_ended(std::string const& run);
+    // Seals `run` now, or once its open calls end.
+    void close_run(std::string const& run, std::string reason);
+    void seal(std::string run, std::string reason);  // with mutex_ held
     struct listener {
         std::string principal;
         std::string session_key;  // "session:ID" for a session's stream, "principal:NAME" otherwise

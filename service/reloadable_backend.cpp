@@ -62,15 +62,24 @@ asio::awaitable<void> reloadable_backend::async_notification(mcp::notification n
     co_await g->async_notification(std::move(n), ctx);
 }
 
+std::vector<std::shared_ptr<gateway>> reloadable_backend::all_gateways() const {
+    std::lock_guard lock(mutex_);
+    auto all = retired_;
+    all.push_back(current_);
+    return all;
+}
+
 void reloadable_backend::session_closed(std::string const& session_id) {
-    std::vector<std::shared_ptr<gateway>> all;
-    {
-        std::lock_guard lock(mutex_);
-        all = retired_;
-        all.push_back(current_);
-    }
     // Each gateway seals the run it admitted for the session, if any.
-    for (auto const& g : all) g->session_closed(session_id);
+    for (auto const& g : all_gateways()) g->session_closed(session_id);
+}
+
+void reloadable_backend::close_all_runs() {
+    for (auto const& g : all_gateways()) g->close_all_runs();
+}
+
+boost::asio::awaitable<void> reloadable_backend::async_runs_closed(std::chrono::milliseconds limit) {
+    for (auto const& g : all_gateways()) co_await g->async_runs_closed(limit);
 }
 
 std::uint64_t reloadable_backend::register_with(gateway& g, listener const& l) {

@@ -22,6 +22,9 @@ public:
     // From now on `next` serves new requests and every open notification stream; returns the
     // gateway it replaces (kept, so sessions that began on it still seal their runs when they end).
     std::shared_ptr<gateway> replace(std::shared_ptr<gateway> next);
+    // Stopping: every gateway, current and retired, seals its runs (see gateway::close_all_runs).
+    void close_all_runs();
+    boost::asio::awaitable<void> async_runs_closed(std::chrono::milliseconds limit);
     // The principals with at least one open notification stream.
     std::vector<std::string> listening_principals() const;
     // Sends `n` to every open notification stream of `principal`; returns how many there were.
@@ -53,6 +56,7 @@ private:
     std::uint64_t next_id_ = 0;
 
     std::uint64_t register_with(gateway& g, listener const& l);
+    std::vector<std::shared_ptr<gateway>> all_gateways() const;
 };
 
 }  // namespace airlock::service

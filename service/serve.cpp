@@ -605,6 +605,9 @@ asio::awaitable<void> async_resume_runs(std::shared_ptr<runner> runs) {
 asio::awaitable<void> async_wind_down(std::shared_ptr<serving> sv, std::chrono::milliseconds settle) {
     asio::steady_timer settled(co_await asio::this_coro::executor, settle);
     co_await async_close_upstreams(sv->all_clients());
+    // Cut-off calls have journaled their outcomes by now, or do so within this bound; then their
+    // runs are sealed.
+    co_await sv->backend->async_runs_closed(std::chrono::seconds(2));
     co_await settled.async_wait(asio::as_tuple(asio::use_awaitable));
 }
 
@@ -795,6 +798,7 @@ int run_serve(std::vector<std::string> const& args) {
         // What is still in flight is cancelled (an effect started and not finished reads as in
         // doubt in the journal); sessions end and their runs are sealed.
         endpoint->shutdown();
+        sv->backend->close_all_runs();
         runs->stop();
         auto stop_loop = [&ioc](std::exception_ptr e) {
             if (e) spdlog::error("stopping the upstreams ended by an internal error; stopping anyway");

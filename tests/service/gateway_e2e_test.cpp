@@ -76,16 +76,9 @@ void check_client_output(command_result const& r) {
     CHECK(out.at("denied").at("text") == "not permitted");
 }
 
-// A 2026-07-28 POST to /mcp as alice: the body's params get the _meta every modern request carries.
+// A 2026-07-28 POST to /mcp as alice.
 raw_response modern_post(std::uint16_t port, std::string const& method, std::string const& name, std::string const& params) {
-    std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
-                       R"("io.modelcontextprotocol/clientCapabilities":{"sampling":{}},)"
-                       R"("io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"}})";
-    auto body = R"({"jsonrpc":"2.0","id":1,"method":")" + method + R"(","params":{)" + params + meta + "}}";
-    return raw_http(port, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nAuthorization: Bearer " + token +
-                              "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-                              "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " + method + "\r\nMcp-Name: " + name +
-                              "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    return airlock::testing::modern_post(port, token, method, name, params);
 }
 
 }  // namespace

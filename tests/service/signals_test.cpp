@@ -11,6 +11,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -52,6 +53,19 @@ struct drain_under_way {
     }
 };
 
+// The journal verifies, and `airlock journal show` of the first run it names.
+std::string only_run_shown(sidecar_deployment const& d) {
+    auto verified = d.verify_journal();
+    INFO(verified.out << verified.err);
+    REQUIRE(verified.exit_code == 0);
+    std::smatch m;
+    REQUIRE(std::regex_search(verified.out, m, std::regex(R"(([0-9A-Z]{26}): ok)")));
+    auto shown = run_command({AIRLOCK_BINARY, "journal", "show", m[1].str(), "--journal", d.journal.string()});
+    INFO(shown.err);
+    REQUIRE(shown.exit_code == 0);
+    return shown.out;
+}
+
 }  // namespace
 
 TEST_CASE("SIGTERM drains: a slow call in flight completes, new connections are refused, exit 0, the journal verifies") {
@@ -87,10 +101,15 @@ TEST_CASE("a second SIGTERM during the drain stops airlock at once, and the jour
         // out its 100 steps.
         CHECK(run.client->wait(30s) != 0);
         CHECK_THAT(run.client->stderr_text(), Catch::Contains("airlock is stopping: this request was cut off"));
+        CHECK_THAT(airlock.stderr_text(), !Catch::Contains("is sealed"));
     }
-    auto verified = d.verify_journal();
-    INFO(verified.out << verified.err);
-    CHECK(verified.exit_code == 0);
+    // The session's run: the cut-off call's outcome is journaled, and then the run is sealed.
+    auto shown = only_run_shown(d);
+    INFO(shown);
+    auto failed = shown.find("effect_failed"), sealed = shown.find("run_sealed");
+    CHECK(failed != std::string::npos);
+    CHECK(sealed != std::string::npos);
+    CHECK(failed < sealed);
 }
 
 TEST_CASE("SIGHUP adding a grant shows the tool to an open session with notifications/tools/list_changed") {
@@ -248,4 +267,26 @@ TEST_CASE("airlock_runs counts agent runs by status, a restart counts them again
     CHECK(runs_gauge(port, "succeeded") == 2);
     airlock->signal(SIGTERM);
     CHECK(airlock->wait(30s) == 0);
+}
+
+TEST_CASE("stopping seals the runs of callers without a session: a 2026-07-28 principal's run ends sealed") {
+    sidecar_deployment d;
+    {
+        child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+        auto port = airlock_port(airlock);
+        auto called = modern_post(port, sidecar_deployment::token, "tools/call", "hold__release",
+                                  R"("name":"hold__release","arguments":{},)");
+        INFO(called.body);
+        REQUIRE(called.status == 200);
+        airlock.signal(SIGTERM);
+        INFO(airlock.stderr_text());
+        CHECK(airlock.wait(30s) == 0);
+    }
+    auto shown = only_run_shown(d);
+    INFO(shown);
+    auto done = shown.find("effect_done"), sealed = shown.find("run_sealed");
+    CHECK(done != std::string::npos);
+    REQUIRE(sealed != std::string::npos);
+    CHECK(done < sealed);
+    CHECK_THAT(shown.substr(sealed), Catch::Contains("airlock stopped"));
 }

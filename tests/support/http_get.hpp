@@ -21,4 +21,10 @@ raw_response raw_http(std::uint16_t port, std::string const& request,
 
 raw_response http_get(std::uint16_t port, std::string const& path);
 
+// One 2026-07-28 request to /mcp with a bearer token: `params` are the request's params members
+// (each followed by a comma), to which the _meta every modern request carries is added; `name`
+// goes in Mcp-Name.
+raw_response modern_post(std::uint16_t port, std::string const& token, std::string const& method,
+                         std::string const& name, std::string const& params);
+
 }  // namespace airlock::testing
