@@ -112,6 +112,17 @@ asio::awaitable<void> async_send_holding(std::function<asio::awaitable<void>(mcp
     co_await notify(std::move(n));
 }
 
+// What the caller reads of a failed call: the kind, whether it may have taken effect, and why.
+std::string failure_text(core::tool_error const& e) {
+    std::string kind(core::to_string(e.kind));
+    switch (core::disposition_of(e.kind)) {
+        case core::disposition::did_not_happen: return kind + " (the call was not made): " + e.detail;
+        case core::disposition::in_doubt: return kind + " (the call may or may not have taken effect): " + e.detail;
+        case core::disposition::landed: break;
+    }
+    return kind + ": " + e.detail;
+}
+
 // The label of everything a principal sends: one source, and its trust as configured.
 core::label label_of(gateway_principal const& p) {
     core::label l;
@@ -821,7 +832,7 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
                             {"disposition", core::to_string(core::disposition_of(e.kind))},
                             {"detail", e.detail}};
         after = {core::record_kind::effect_failed, std::move(failed)};
-        result = refusal_result(std::string(core::to_string(e.kind)) + ": " + e.detail);
+        result = refusal_result(failure_text(e));
     }
     if (options_.metrics) {
         // A result with isError is the tool reporting failure: ToolError's tool_failed, as the
@@ -1093,6 +1104,11 @@ asio::awaitable<void> gateway::async_refresh(gateway_principal const& p, list_ki
 
 asio::awaitable<gateway_upstream const*> gateway::async_resource_owner(gateway_principal const& p, std::string const& uri) {
     auto ups = visible_upstreams(p);
+    // An upstream that declared no resources has none to read: not found, rather than its -32601.
+    std::erase_if(ups, [](gateway_upstream const* u) {
+        auto known = u->client->server_capabilities();
+        return known && !known->contains("resources");
+    });
     if (ups.empty()) co_return nullptr;
     if (ups.size() == 1) co_return ups.front();
     auto lookup = [&]() -> gateway_upstream const* {

@@ -539,6 +539,8 @@ TEST_CASE("after an upstream restarts, a tool whose definition changed is withhe
     CHECK(text_of(**before) == "hello");
     REQUIRE(crashed->has_value());
     CHECK((**crashed).at("isError") == true);
+    // A crash is not a slow answer: the caller is told the call is in doubt, and why.
+    CHECK_THAT(text_of(**crashed), Catch::Contains("may or may not have taken effect") && Catch::Contains("exited"));
     // Well within the catalogue's 30 s lifetime, the restarted server's tools were read again.
     REQUIRE(after->has_value());
     CHECK(text_of(**after) == "not permitted");
@@ -550,4 +552,19 @@ TEST_CASE("after an upstream restarts, a tool whose definition changed is withhe
     }
     CHECK(greet_started == 1);
     CHECK_THAT(withheld, Catch::Contains("changed since it was pinned"));
+}
+
+TEST_CASE("reading a resource from a caller whose only upstream declared no resources is resource-not-found") {
+    harness h(true, "sized", sized_server(), sized_grants);
+    std::optional<mcp::handler_result> read;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        mcp::request list{std::string("1"), "tools/list", std::nullopt};
+        co_await h.gw->async_handle(list, ctx);
+        mcp::request req{std::string("2"), "resources/read", json::object{{"uri", "file:///etc/hostname"}}};
+        read = co_await h.gw->async_handle(req, ctx);
+    });
+    REQUIRE_FALSE(read->has_value());
+    CHECK(read->error().code == -32002);
+    CHECK_THAT(read->error().message, Catch::Contains("file:///etc/hostname"));
 }
