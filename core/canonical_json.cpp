@@ -327,9 +327,25 @@ result<void> write_string(std::string& out, std::string_view s) {
     return {};
 }
 
-result<void> write(std::string& out, boost::json::value const& v);
+// `sorted`: members in canonical (UTF-16) order; otherwise in the order they are held.
+result<void> write(std::string& out, boost::json::value const& v, bool sorted);
 
-result<void> write_object(std::string& out, boost::json::object const& obj) {
+result<void> write_members_in_order(std::string& out, boost::json::object const& obj) {
+    out.push_back('{');
+    bool first = true;
+    for (auto const& kv : obj) {
+        if (!first) out.push_back(',');
+        first = false;
+        if (auto r = write_string(out, kv.key()); !r) return r;
+        out.push_back(':');
+        if (auto r = write(out, kv.value(), false); !r) return r;
+    }
+    out.push_back('}');
+    return {};
+}
+
+result<void> write_object(std::string& out, boost::json::object const& obj, bool sorted) {
+    if (!sorted) return write_members_in_order(out, obj);
     std::vector<boost::json::key_value_pair const*> members;
     members.reserve(obj.size());
     // UTF-8 byte order is code point order, which is UTF-16 order unless a name holds a
@@ -361,13 +377,13 @@ result<void> write_object(std::string& out, boost::json::object const& obj) {
         if (k) out.push_back(',');
         if (auto r = write_string(out, members[k]->key()); !r) return r;
         out.push_back(':');
-        if (auto r = write(out, members[k]->value()); !r) return r;
+        if (auto r = write(out, members[k]->value(), true); !r) return r;
     }
     out.push_back('}');
     return {};
 }
 
-result<void> write(std::string& out, boost::json::value const& v) {
+result<void> write(std::string& out, boost::json::value const& v, bool sorted) {
     switch (v.kind()) {
         case boost::json::kind::null: out += "null"; return {};
         case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; return {};
@@ -386,12 +402,12 @@ result<void> write(std::string& out, boost::json::value const& v) {
             for (auto const& e : v.get_array()) {
                 if (!first) out.push_back(',');
                 first = false;
-                if (auto r = write(out, e); !r) return r;
+                if (auto r = write(out, e, sorted); !r) return r;
             }
             out.push_back(']');
             return {};
         }
-        case boost::json::kind::object: return write_object(out, v.get_object());
+        case boost::json::kind::object: return write_object(out, v.get_object(), sorted);
     }
     return make_error("not_ijson", "unknown JSON kind");
 }
@@ -404,15 +420,19 @@ result<boost::json::value> parse_ijson(std::string_view text, std::size_t max_de
 
 result<std::string> canonical(boost::json::value const& v) {
     std::string out;
-    if (auto r = write(out, v); !r) return r.error();
+    if (auto r = write(out, v, true); !r) return r.error();
     return out;
 }
 
 result<std::string> canonical(boost::json::object const& o) {
     std::string out;
-    if (auto r = write_object(out, o); !r) return r.error();
+    if (auto r = write_object(out, o, true); !r) return r.error();
     return out;
 }
+
+result<void> append_json(std::string& out, boost::json::value const& v) { return write(out, v, false); }
+
+result<void> append_json(std::string& out, boost::json::object const& o) { return write_members_in_order(out, o); }
 
 std::size_t canonical_size_bound(boost::json::value const& v) noexcept {
     // A byte is written as at most six ("\u001f"); numbers take at most 25 characters.

@@ -22,6 +22,13 @@ result<std::string> canonical(boost::json::value const& v);
 // The same for an object, without copying it into a value first.
 result<std::string> canonical(boost::json::object const& o);
 
+// Appends `v` as JSON text with its members in the order they are held, strings written as in the
+// canonical form and numbers as ECMAScript writes them (0.1, 1e+21, 42): what a JavaScript or Python
+// peer would have written, where Boost.JSON writes 0.1 as 1E-1. Refuses what canonical refuses;
+// `out` then holds a partial text.
+result<void> append_json(std::string& out, boost::json::value const& v);
+result<void> append_json(std::string& out, boost::json::object const& o);
+
 // An upper bound on the size of canonical(v), found without writing it: cheap enough to ask of
 // every value before deciding whether the exact size is worth computing.
 std::size_t canonical_size_bound(boost::json::value const& v) noexcept;

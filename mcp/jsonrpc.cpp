@@ -323,7 +323,13 @@ void put_object(std::string& out, std::string_view member, json::object const& o
     out += ",\"";
     out += member;
     out += "\":";
-    out += json::serialize(o);
+    // Numbers as their senders wrote them (0.1, not Boost.JSON's 1E-1); a value the strict writer
+    // refuses (a string that is not UTF-8) is written as Boost.JSON writes it.
+    auto const start = out.size();
+    if (!core::append_json(out, o)) {
+        out.resize(start);
+        out += json::serialize(o);
+    }
 }
 
 }  // namespace
