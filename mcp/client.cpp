@@ -416,6 +416,25 @@ asio::awaitable<forward_result> mcp_client::async_forward(std::string method, bo
     co_return std::move(res->result);
 }
 
+asio::awaitable<core::tool_result<void>> mcp_client::async_ping(std::chrono::milliseconds deadline) {
+    if (auto c = co_await async_ensure_connected(); !c) co_return c.error();
+    request_options ro;
+    ro.deadline = deadline;
+    std::string method = "ping";
+    boost::json::object params;
+    auto reply = co_await async_send(std::move(method), std::move(params), std::move(ro));
+    if (!reply) {
+        auto const& te = reply.error();
+        if (te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent ||
+            te.what == transport_error::kind::session_expired) {
+            std::lock_guard lock(mutex_);
+            connected_ = false;
+        }
+        co_return to_tool_error(te, "");
+    }
+    co_return core::tool_result<void>{};
+}
+
 asio::awaitable<void> mcp_client::async_close() {
     co_await transport_->async_close();
     std::lock_guard lock(mutex_);

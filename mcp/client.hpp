@@ -93,6 +93,10 @@ public:
         core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov) override;
     core::destination destination_of(core::tool_id const& tool) const override;
 
+    // MCP ping, connecting on demand: succeeds on any JSON-RPC reply (an error reply is an answer
+    // too), fails when the server cannot be reached or does not answer within `deadline`.
+    boost::asio::awaitable<core::tool_result<void>> async_ping(std::chrono::milliseconds deadline);
+
     boost::asio::awaitable<void> async_close();
 
     // Notifications the server sends outside any call (tools/list_changed, resources/updated, ...).

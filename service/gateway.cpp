@@ -36,6 +36,9 @@ namespace {
 // Catalogues are re-read after this long, and a failed read is retried after the backoff.
 constexpr auto catalogue_ttl = std::chrono::seconds(30);
 constexpr auto retry_backoff = std::chrono::seconds(5);
+// Readiness probes ping an upstream that was up at most this often, and wait this long for it.
+constexpr auto ping_interval = std::chrono::seconds(3);
+constexpr auto ping_deadline = std::chrono::milliseconds(3000);
 
 void csprng(std::uint8_t* out, std::size_t n) {
     if (RAND_bytes(out, static_cast<int>(n)) != 1) throw std::runtime_error("RAND_bytes failed");
@@ -1364,8 +1367,32 @@ std::vector<std::pair<std::string, gateway::upstream_state>> gateway::upstream_s
 }
 
 asio::awaitable<void> gateway::async_probe_upstreams() {
-    // async_catalogue answers from its snapshot while it is fresh: only stale ones are read.
-    for (auto const& up : options_.upstreams) co_await async_catalogue(up);
+    auto now = std::chrono::steady_clock::now();
+    for (auto const& up : options_.upstreams) {
+        // async_catalogue answers from its snapshot while it is fresh: only stale ones are read.
+        co_await async_catalogue(up);
+        // A fresh snapshot says nothing of an upstream that has gone away since (an HTTP server is
+        // not watched between requests): one that was up is pinged, at most every few seconds.
+        bool ping = false;
+        {
+            std::lock_guard lock(mutex_);
+            auto& c = catalogues_[up.name];
+            if (!c.failed && c.answered && now >= c.next_ping) {
+                c.next_ping = now + ping_interval;
+                ping = true;
+            }
+        }
+        if (!ping) continue;
+        auto alive = co_await up.client->async_ping(ping_deadline);
+        if (alive) continue;
+        spdlog::warn("upstream {}: does not answer a ping ({}: {}); its tools are unavailable, retrying in {}s", up.name,
+                     core::to_string(alive.error().kind), alive.error().detail, retry_backoff.count());
+        std::lock_guard lock(mutex_);
+        auto& c = catalogues_[up.name];
+        c.entries = std::make_shared<std::vector<catalogue_entry> const>();
+        c.failed = true;
+        c.retry_after = std::chrono::steady_clock::now() + retry_backoff;
+    }
 }
 
 asio::awaitable<mcp::handler_result> gateway::async_handle(mcp::request req, mcp::request_context& ctx) {

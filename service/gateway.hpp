@@ -132,6 +132,7 @@ private:
         bool failed = false;    // the last read failed: the upstream is down
         bool answered = false;  // a read has succeeded at least once
         std::uint64_t connection = 0;  // the upstream connection it was read on (mcp_client::connection)
+        std::chrono::steady_clock::time_point next_ping{};  // readiness probes ping no sooner
     };
 
     // A downstream request being served by an upstream: where that upstream's questions and log

@@ -3,6 +3,7 @@
 #include "tests/support/child_process.hpp"
 #include "tests/support/gateway_deployment.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/node_peers.hpp"
 #include "tests/support/peers.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -346,4 +347,30 @@ TEST_CASE("no token, API key or signing key byte appears in the logs of a full g
         CHECK(logs.find(s) == std::string::npos);
     }
     CHECK(logs.find(bytes) == std::string::npos);
+}
+
+TEST_CASE("an HTTP upstream that goes away turns readyz to 503 within a few probes, not at the next tool listing") {
+    deployment d;
+    auto upstream = std::make_unique<everything_server>();
+    std::ofstream(d.config) << "journal: { dir: journal }\n"
+                            << "upstreams:\n  - name: everything\n    url: " << upstream->url() << "\n"
+                            << "egress:\n  - http://127.0.0.1:" << upstream->port << "\n"
+                            << "principals:\n  - name: alice\n    token_file: alice.token\n    manifest: alice.yaml\n";
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    REQUIRE(readyz_until(port, 200).status == 200);
+    upstream.reset();  // stopped: nothing listens on its port any more
+    // The tool listing stays fresh for 30 s; a probe every 100 ms for at most 15 s must see it down
+    // through its pings before that.
+    raw_response r;
+    for (int i = 0; i < 150; ++i) {
+        r = http_get(port, "/readyz");
+        if (r.status == 503) break;
+        std::this_thread::sleep_for(100ms);
+    }
+    INFO(airlock.stderr_text());
+    REQUIRE(r.status == 503);
+    auto body = json::parse(r.body).as_object();
+    CHECK(body.at("failed") == json::array{"upstream:everything"});
+    CHECK_THAT(airlock.stderr_text(), Catch::Contains("does not answer a ping"));
 }
