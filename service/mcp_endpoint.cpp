@@ -113,6 +113,13 @@ bool is_modern_initialize(mcp::request const& r) {
     return v && v->is_string() && mcp::era_of(v->get_string()) == mcp::era::modern;
 }
 
+mcp::error_object cut_off_by_stop() {
+    return mcp::error_object{mcp::rpc_code::internal_error,
+                             "airlock is stopping: this request was cut off before it finished (a tool call may or may "
+                             "not have taken effect; its journal record says which)",
+                             std::nullopt};
+}
+
 mcp::error_object missing_client_capability(std::string_view capability) {
     json::object required;
     required[capability] = json::object{};
@@ -836,11 +843,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             id = in.reply_id;
             if (!in.pending_id.empty()) self->pending_inputs.erase(in.pending_id);
         }
-        if (ex->cut_off)
-            result = mcp::error_object{mcp::rpc_code::internal_error,
-                                       "airlock is stopping: this request was cut off before it finished (a tool call "
-                                       "may or may not have taken effect; its journal record says which)",
-                                       std::nullopt};
+        if (ex->cut_off) result = mcp_rules::cut_off_by_stop();
         outgoing o = final_message(e, ex->method, id, std::move(result));
         o.suppress = ex->cancelled && !ex->cut_off;
         if (auto s = ex->owner.lock()) {

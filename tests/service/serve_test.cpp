@@ -1,3 +1,4 @@
+#include "tests/service/sidecar_deployment.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/file_text.hpp"
 #include "tests/support/http_get.hpp"
@@ -9,6 +10,7 @@
 #include <csignal>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 using namespace airlock::testing;
@@ -48,6 +50,30 @@ struct group_reaper {
         if (pgid > 0) ::kill(-pgid, SIGKILL);
     }
 };
+
+// The pid a stubborn upstream wrote, once it has (0 if it never did).
+int upstream_pid(std::filesystem::path const& pid_file) {
+    for (int i = 0; i < 200 && file_text(pid_file).empty(); ++i) std::this_thread::sleep_for(50ms);
+    auto text = file_text(pid_file);
+    return text.empty() ? 0 : std::stoi(text);
+}
+
+// A legacy session's opening lines for `airlock stdio`, then `request` (one JSON-RPC line).
+std::string stdio_session(std::string const& request) {
+    return R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},)"
+           R"("clientInfo":{"name":"serve-test","version":"1"}}})" "\n"
+           R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n" +
+           request + "\n";
+}
+
+// True once the child's stdout contains `needle`, polling a while for it.
+bool stdout_shows(child_process& p, std::string const& needle) {
+    for (int i = 0; i < 400; ++i) {
+        if (p.stdout_text().find(needle) != std::string::npos) return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return false;
+}
 }  // namespace
 
 TEST_CASE("serve answers /healthz with 200 and a JSON body") {
@@ -108,10 +134,8 @@ TEST_CASE("SIGTERM to airlock serve stops a stdio upstream that ignores stdin EO
                            "127.0.0.1:0", "--log-format", "text"});
     start_serve(airlock);
     // airlock meets its upstreams right after it starts listening: the child is up once its pid is written.
-    for (int i = 0; i < 200 && file_text(pid_file).empty(); ++i) std::this_thread::sleep_for(50ms);
-    auto pid_text = file_text(pid_file);
-    REQUIRE_FALSE(pid_text.empty());
-    upstream.pgid = std::stoi(pid_text);  // the child leads its own process group
+    upstream.pgid = upstream_pid(pid_file);  // the child leads its own process group
+    REQUIRE(upstream.pgid > 0);
     REQUIRE(::kill(upstream.pgid, 0) == 0);
 
     airlock.signal(SIGTERM);
@@ -121,4 +145,58 @@ TEST_CASE("SIGTERM to airlock serve stops a stdio upstream that ignores stdin EO
     CHECK(exit_code == 0);
     CHECK(upstream_gone);
     CHECK_THAT(airlock.stderr_text(), Catch::Contains("sending SIGTERM") && Catch::Contains("sending SIGKILL"));
+}
+
+TEST_CASE("SIGTERM to airlock stdio stops a stdio upstream that ignores stdin EOF and SIGTERM, and exits 0") {
+    temp_dir dir("airlock-stdio-upstream");
+    auto pid_file = dir.path() / "upstream.pid";
+    std::ofstream(dir.path() / "stubborn.sh") << stubborn_sh;
+    std::ofstream(dir.path() / "desk.yaml") << "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\n"
+                                            << "spec:\n  tools:\n    - ref: tool://stubborn/anything\n      mutates: false\n"
+                                            << "  budgets: {}\n";
+    std::ofstream(dir.path() / "airlock.yaml")
+        << "journal: { dir: journal }\n"
+        << "upstreams:\n  - name: stubborn\n    stdio: [/bin/sh, stubborn.sh, \"" << pid_file.string() << "\"]\n"
+        << "    optional: true\n"
+        << "egress:\n  - process: /bin/sh\n"
+        << "principals:\n  - name: desk\n    manifest: desk.yaml\n    token_file: desk.token\n    create_if_missing: true\n";
+    group_reaper upstream;
+    child_process airlock({AIRLOCK_BINARY, "stdio", "--config", (dir.path() / "airlock.yaml").string(), "--log-format", "text"},
+                          {}, child_stdin::pipe);
+    // Upstreams start on first use: listing tools starts the child (and waits on it, in vain).
+    REQUIRE(airlock.write_stdin(stdio_session(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})")));
+    upstream.pgid = upstream_pid(pid_file);  // the child leads its own process group
+    INFO(airlock.stderr_text());
+    REQUIRE(upstream.pgid > 0);
+    REQUIRE(::kill(upstream.pgid, 0) == 0);
+
+    // Input stays open: only the signal can end the session.
+    airlock.signal(SIGTERM);
+    int exit_code = airlock.wait(30s);
+    bool upstream_gone = group_ends(upstream.pgid);
+    INFO(airlock.stderr_text());
+    CHECK(exit_code == 0);
+    CHECK(upstream_gone);
+    CHECK_THAT(airlock.stderr_text(), Catch::Contains("sending SIGTERM") && Catch::Contains("sending SIGKILL"));
+}
+
+TEST_CASE("SIGTERM to airlock stdio answers a call in flight with an error saying airlock is stopping") {
+    sidecar_deployment d;
+    child_process airlock({AIRLOCK_BINARY, "stdio", "--config", d.config.string()}, {}, child_stdin::pipe);
+    // hold runs until released, with a progress notification every 200 ms: the first says it is under way.
+    REQUIRE(airlock.write_stdin(stdio_session(
+        R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold__hold","arguments":{},"_meta":{"progressToken":"p"}}})")));
+    INFO(airlock.stdout_text() << airlock.stderr_text());
+    REQUIRE(stdout_shows(airlock, "notifications/progress"));
+
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(30s) == 0);
+    std::vector<boost::json::object> answers;
+    std::istringstream out(airlock.stdout_text());
+    for (std::string line; std::getline(out, line);)
+        if (auto m = boost::json::parse(line).as_object(); m.contains("id") && m.at("id") == 2) answers.push_back(m);
+    REQUIRE(answers.size() == 1);
+    CHECK(answers[0].at("error").at("code") == -32603);
+    CHECK_THAT(std::string(answers[0].at("error").at("message").as_string()),
+               Catch::Contains("airlock is stopping: this request was cut off"));
 }
