@@ -51,12 +51,44 @@ struct group_reaper {
     }
 };
 
-// The pid a stubborn upstream wrote, once it has (0 if it never did).
-int upstream_pid(std::filesystem::path const& pid_file) {
-    for (int i = 0; i < 200 && file_text(pid_file).empty(); ++i) std::this_thread::sleep_for(50ms);
-    auto text = file_text(pid_file);
-    return text.empty() ? 0 : std::stoi(text);
-}
+// A configuration whose only upstream is stubborn_sh (`extra` is appended to it), and the reaper of
+// that upstream's process group. Declare it before the airlock process it serves.
+struct stubborn_deployment {
+    temp_dir dir;
+    std::filesystem::path pid_file = dir.path() / "upstream.pid";
+    std::filesystem::path config = dir.path() / "airlock.yaml";
+    group_reaper upstream;
+
+    stubborn_deployment(std::string const& name, std::string const& extra) : dir(name) {
+        std::ofstream(dir.path() / "stubborn.sh") << stubborn_sh;
+        std::ofstream(config) << "journal: { dir: journal }\n"
+                              << "upstreams:\n  - name: stubborn\n    stdio: [/bin/sh, stubborn.sh, \"" << pid_file.string()
+                              << "\"]\n"
+                              << "    optional: true\n"
+                              << "egress:\n  - process: /bin/sh\n"
+                              << extra;
+    }
+
+    // True once the upstream has written its pid and runs (it leads its own process group).
+    bool child_runs() {
+        for (int i = 0; i < 200 && file_text(pid_file).empty(); ++i) std::this_thread::sleep_for(50ms);
+        auto text = file_text(pid_file);
+        upstream.pgid = text.empty() ? 0 : std::stoi(text);
+        return upstream.pgid > 0 && ::kill(upstream.pgid, 0) == 0;
+    }
+
+    // SIGTERM to airlock: it exits 0, having stopped the upstream with SIGTERM and then SIGKILL,
+    // and nothing of the upstream's process group is left.
+    void check_sigterm_stops_everything(child_process& airlock) const {
+        airlock.signal(SIGTERM);
+        int exit_code = airlock.wait(30s);
+        bool upstream_gone = group_ends(upstream.pgid);
+        INFO(airlock.stderr_text());
+        CHECK(exit_code == 0);
+        CHECK(upstream_gone);
+        CHECK_THAT(airlock.stderr_text(), Catch::Contains("sending SIGTERM") && Catch::Contains("sending SIGKILL"));
+    }
+};
 
 // A legacy session's opening lines for `airlock stdio`, then `request` (one JSON-RPC line).
 std::string stdio_session(std::string const& request) {
@@ -121,63 +153,30 @@ TEST_CASE("SIGTERM stops serve cleanly with exit code 0") {
 }
 
 TEST_CASE("SIGTERM to airlock serve stops a stdio upstream that ignores stdin EOF and SIGTERM, leaving no process behind") {
-    temp_dir dir("airlock-serve-upstream");
-    auto pid_file = dir.path() / "upstream.pid";
-    std::ofstream(dir.path() / "stubborn.sh") << stubborn_sh;
-    std::ofstream(dir.path() / "airlock.yaml")
-        << "journal: { dir: journal }\n"
-        << "upstreams:\n  - name: stubborn\n    stdio: [/bin/sh, stubborn.sh, \"" << pid_file.string() << "\"]\n"
-        << "    optional: true\n"
-        << "egress:\n  - process: /bin/sh\n";
-    group_reaper upstream;
-    child_process airlock({AIRLOCK_BINARY, "serve", "--config", (dir.path() / "airlock.yaml").string(), "--listen",
-                           "127.0.0.1:0", "--log-format", "text"});
+    stubborn_deployment d("airlock-serve-upstream", "");
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0", "--log-format",
+                           "text"});
     start_serve(airlock);
-    // airlock meets its upstreams right after it starts listening: the child is up once its pid is written.
-    upstream.pgid = upstream_pid(pid_file);  // the child leads its own process group
-    REQUIRE(upstream.pgid > 0);
-    REQUIRE(::kill(upstream.pgid, 0) == 0);
-
-    airlock.signal(SIGTERM);
-    int exit_code = airlock.wait(30s);
-    bool upstream_gone = group_ends(upstream.pgid);
-    INFO(airlock.stderr_text());
-    CHECK(exit_code == 0);
-    CHECK(upstream_gone);
-    CHECK_THAT(airlock.stderr_text(), Catch::Contains("sending SIGTERM") && Catch::Contains("sending SIGKILL"));
+    // airlock meets its upstreams right after it starts listening.
+    REQUIRE(d.child_runs());
+    d.check_sigterm_stops_everything(airlock);
 }
 
 TEST_CASE("SIGTERM to airlock stdio stops a stdio upstream that ignores stdin EOF and SIGTERM, and exits 0") {
-    temp_dir dir("airlock-stdio-upstream");
-    auto pid_file = dir.path() / "upstream.pid";
-    std::ofstream(dir.path() / "stubborn.sh") << stubborn_sh;
-    std::ofstream(dir.path() / "desk.yaml") << "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\n"
-                                            << "spec:\n  tools:\n    - ref: tool://stubborn/anything\n      mutates: false\n"
-                                            << "  budgets: {}\n";
-    std::ofstream(dir.path() / "airlock.yaml")
-        << "journal: { dir: journal }\n"
-        << "upstreams:\n  - name: stubborn\n    stdio: [/bin/sh, stubborn.sh, \"" << pid_file.string() << "\"]\n"
-        << "    optional: true\n"
-        << "egress:\n  - process: /bin/sh\n"
-        << "principals:\n  - name: desk\n    manifest: desk.yaml\n    token_file: desk.token\n    create_if_missing: true\n";
-    group_reaper upstream;
-    child_process airlock({AIRLOCK_BINARY, "stdio", "--config", (dir.path() / "airlock.yaml").string(), "--log-format", "text"},
-                          {}, child_stdin::pipe);
+    stubborn_deployment d("airlock-stdio-upstream",
+                          "principals:\n  - name: desk\n    manifest: desk.yaml\n    token_file: desk.token\n"
+                          "    create_if_missing: true\n");
+    std::ofstream(d.dir.path() / "desk.yaml") << "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\n"
+                                              << "spec:\n  tools:\n    - ref: tool://stubborn/anything\n      mutates: false\n"
+                                              << "  budgets: {}\n";
+    child_process airlock({AIRLOCK_BINARY, "stdio", "--config", d.config.string(), "--log-format", "text"}, {},
+                          child_stdin::pipe);
     // Upstreams start on first use: listing tools starts the child (and waits on it, in vain).
     REQUIRE(airlock.write_stdin(stdio_session(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})")));
-    upstream.pgid = upstream_pid(pid_file);  // the child leads its own process group
     INFO(airlock.stderr_text());
-    REQUIRE(upstream.pgid > 0);
-    REQUIRE(::kill(upstream.pgid, 0) == 0);
-
+    REQUIRE(d.child_runs());
     // Input stays open: only the signal can end the session.
-    airlock.signal(SIGTERM);
-    int exit_code = airlock.wait(30s);
-    bool upstream_gone = group_ends(upstream.pgid);
-    INFO(airlock.stderr_text());
-    CHECK(exit_code == 0);
-    CHECK(upstream_gone);
-    CHECK_THAT(airlock.stderr_text(), Catch::Contains("sending SIGTERM") && Catch::Contains("sending SIGKILL"));
+    d.check_sigterm_stops_everything(airlock);
 }
 
 TEST_CASE("SIGTERM to airlock stdio answers a call in flight with an error saying airlock is stopping") {
