@@ -113,6 +113,13 @@ bool is_modern_initialize(mcp::request const& r) {
     return v && v->is_string() && mcp::era_of(v->get_string()) == mcp::era::modern;
 }
 
+mcp::error_object cut_off_by_stop() {
+    return mcp::error_object{mcp::rpc_code::internal_error,
+                             "airlock is stopping: this request was cut off before it finished (a tool call may or may "
+                             "not have taken effect; its journal record says which)",
+                             std::nullopt};
+}
+
 mcp::error_object missing_client_capability(std::string_view capability) {
     json::object required;
     required[capability] = json::object{};
@@ -508,6 +515,22 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         return h == held.end() ? 0 : h->second.size();
     }
 
+    // Whole seconds until the first of the principal's sessions has idled out at the pace of `t`,
+    // if its client does nothing: the soonest its next initialize can succeed without a DELETE. A
+    // session with a request in flight or a GET stream open restarts its idle clock when that ends,
+    // so it counts as a full idle timeout. Expiry is "idle for longer than the timeout", hence + 1.
+    std::int64_t seconds_until_a_slot_frees_locked(std::string const& principal, clock_type::time_point t) const {
+        auto soonest = options.session_idle_timeout;
+        if (auto h = held.find(principal); h != held.end())
+            for (auto const& id : h->second) {
+                auto it = sessions.find(id);
+                if (it == sessions.end() || !it->second->in_flight.empty() || it->second->get_stream) continue;
+                auto left = options.session_idle_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(t - it->second->last_seen);
+                soonest = std::min(soonest, std::max(left, std::chrono::milliseconds(0)));
+            }
+        return std::chrono::duration_cast<std::chrono::seconds>(soonest).count() + 1;
+    }
+
     // Takes the sessions expired at `t` out of the table (under the mutex); the caller finishes them.
     std::vector<std::shared_ptr<session>> reap_locked(clock_type::time_point t) {
         std::vector<std::shared_ptr<session>> ended;
@@ -820,11 +843,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             id = in.reply_id;
             if (!in.pending_id.empty()) self->pending_inputs.erase(in.pending_id);
         }
-        if (ex->cut_off)
-            result = mcp::error_object{mcp::rpc_code::internal_error,
-                                       "airlock is stopping: this request was cut off before it finished (a tool call "
-                                       "may or may not have taken effect; its journal record says which)",
-                                       std::nullopt};
+        if (ex->cut_off) result = mcp_rules::cut_off_by_stop();
         outgoing o = final_message(e, ex->method, id, std::move(result));
         o.suppress = ex->cancelled && !ex->cut_off;
         if (auto s = ex->owner.lock()) {
@@ -1319,9 +1338,14 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 idle = reap_of_locked(principal, s->last_seen);
             if (auto holding = held_by_locked(principal); holding >= options.max_sessions_per_principal) {
                 refused = session_limit_reached(v, r.id, principal, holding);
+                refused->set(http::field::retry_after, std::to_string(seconds_until_a_slot_frees_locked(principal, s->last_seen)));
             } else if (sessions.size() >= options.max_sessions) {
                 spdlog::warn("mcp: refused initialize from '{}': {} sessions are open", principal, sessions.size());
                 refused = rpc_error(503, r.id, mcp::rpc_code::internal_error, "Too many sessions; retry later", v);
+                // Any client's DELETE or the once-a-second sweep may free a slot, so a second is the
+                // shortest wait worth asking for. Finding the table's next expiry would cost a scan of
+                // every session on each refusal, just when refusals come in numbers.
+                refused->set(http::field::retry_after, "1");
             } else {
                 do s->id = mcp_rules::new_session_id(options.random);
                 while (sessions.contains(s->id));

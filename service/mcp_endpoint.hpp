@@ -137,6 +137,9 @@ bool is_modern_initialize(mcp::request const& r);
 // MissingRequiredClientCapabilityError (-32021) naming `capability` in data.requiredCapabilities
 // (a ClientCapabilities object: {"sampling": {}}).
 mcp::error_object missing_client_capability(std::string_view capability);
+// The error a request gets when airlock stops before it finished (-32603, saying so): its client
+// should fail at once rather than wait for an answer that will not come.
+mcp::error_object cut_off_by_stop();
 // A legacy upstream's error as a 2026-07-28 caller expects it: resources/read's "not found" is
 // -32602 since SEP-2164 (it was -32002), message and data kept.
 void modernize_error(std::string_view method, mcp::error_object& e);

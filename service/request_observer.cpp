@@ -4,6 +4,7 @@
 #include "service/metrics.hpp"
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include <chrono>
 #include <cstdio>
@@ -112,17 +113,21 @@ asio::awaitable<http_reply> observe(std::shared_ptr<observer_state> s, http_requ
     }
     o.route = s->route_of(req, path);
     if (auto p = req.find(principal_note); p != req.end()) o.principal = std::string(p->value());
+    // The server cancels a handler only when its answer can no longer be sent (its client has
+    // gone): whatever the handler makes of that, an error response or a stream nobody will read,
+    // is a 499, not the status it happens to carry.
+    bool gone = (co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none;
 
     if (auto* res = std::get_if<http_response>(&*reply)) {
         res->set(request_id_header, o.id);
-        s->record(o, res->result_int(), true);
+        s->record(o, gone ? 499 : res->result_int(), true);
         co_return std::move(*reply);
     }
     // A stream is logged when it ends, with its whole duration; a notification stream has no
     // natural length, so it stays out of the latency histogram.
     auto& st = std::get<http_stream>(*reply);
     st.head.set(request_id_header, o.id);
-    auto status = st.head.result_int();
+    unsigned status = gone ? 499 : st.head.result_int();
     auto long_lived = st.long_lived;
     auto previous = std::move(st.on_end);
     st.on_end = [s, o = std::move(o), status, long_lived, previous = std::move(previous)](bool completed) {

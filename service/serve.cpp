@@ -76,8 +76,8 @@ constexpr char replay_usage[] =
 
 constexpr char stdio_usage[] =
     "usage: airlock stdio --config FILE [--principal NAME] [--log-format json|text] [--log-level LEVEL]\n"
-    "  serves one MCP client on stdin/stdout as NAME (default: the only principal in the file);\n"
-    "  logs go to stderr\n";
+    "  serves one MCP client on stdin/stdout as NAME (default: the only principal in the file)\n"
+    "  until end of input or SIGTERM/SIGINT; logs go to stderr\n";
 
 bool parse_listen(std::string const& text, server_config& s) {
     auto colon = text.rfind(':');
@@ -900,6 +900,21 @@ int run_stdio(std::vector<std::string> const& args) {
         }
     }
     asio::io_context ioc;
+    // SIGTERM or SIGINT ends the session as end of input does, so upstream children are stopped in
+    // the spec's order rather than left running by the default action; a second one stops waiting
+    // for requests still running. Watching from before any upstream can start.
+    auto stop = std::make_shared<stdio_stop>();
+    signal_watcher signals(ioc, signal_actions{[stop](int sig) {
+                                                   spdlog::info("signal {} received: ending the session "
+                                                                "(a second signal stops at once)",
+                                                                sig);
+                                                   stop->request();
+                                               },
+                                               [stop](int sig) {
+                                                   spdlog::warn("signal {} received again: stopping now", sig);
+                                                   stop->request();
+                                               },
+                                               [] { spdlog::info("SIGHUP ignored: airlock stdio has nothing to reload"); }});
     auto sc = build_core(*c, ioc.get_executor());
     if (!sc) {
         spdlog::error("cannot start: {}", sc.error().message);
@@ -908,15 +923,22 @@ int run_stdio(std::vector<std::string> const& args) {
     stdio_endpoint_options so;
     so.principal = *principal;
     so.input_request_ttl = c->server.input_request_ttl;
+    so.stop = stop;
     auto task = [&]() -> asio::awaitable<void> {
         co_await async_serve_stdio(sc->gw, so);
         co_await async_close_upstreams(sc->clients);
     };
-    auto done = asio::co_spawn(ioc, task(), asio::use_future);
+    std::exception_ptr failure;
+    // However the session ends, the watcher's wait is the last work keeping the loop running.
+    auto finished = [&](std::exception_ptr e) {
+        failure = e;
+        signals.cancel();
+    };
+    asio::co_spawn(ioc, task(), finished);
     ioc.run();
     sc->journal->close();
     try {
-        done.get();
+        if (failure) std::rethrow_exception(failure);
     } catch (std::exception const& e) {
         spdlog::error("stdio session ended by an internal error: {}", e.what());
         return 1;

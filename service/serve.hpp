@@ -25,7 +25,7 @@ class airlock_metrics;
 int run_serve(std::vector<std::string> const& args);
 // `airlock replay --config FILE RUN`: strict replay of one run; exit 1 on divergence.
 int run_replay(std::vector<std::string> const& args);
-// Serves one MCP client on stdin/stdout until end of input; logs go to stderr only.
+// Serves one MCP client on stdin/stdout until end of input or SIGTERM/SIGINT; logs go to stderr only.
 int run_stdio(std::vector<std::string> const& args);
 
 // The configuration as `serve` starts from it: the file's (with the signing key and tokens it asks

@@ -8,11 +8,13 @@
 #include "service/mrtr_rounds.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -51,6 +53,7 @@ struct stdio_request {
     std::string method;
     std::string key;  // its entry in in_flight: the latest attempt's id text
     bool cancelled = false;
+    bool cut_off = false;  // cancelled because airlock is stopping: answered with an error saying so
     std::vector<std::int64_t> asks;  // questions it has put to the client and is waiting on
     // Modern: a capability the request turned out to need that the client did not declare; the
     // request then ends with -32021 whatever the backend makes of the refusal.
@@ -96,6 +99,9 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     std::size_t running = 0;
     asio::steady_timer idle;  // cancelled when the last running request finishes
     bool closing = false;
+    // options.stop: the first request ends reading (its cancellation), the next the wait in close().
+    asio::cancellation_signal stop_reading;
+    int stops = 0;
 
     void post_line(mcp::message const& m) {
         if (!outbox.try_send(error_code{}, mcp::serialize(m)) && outbox.is_open())
@@ -328,8 +334,10 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                 if (!in.pending_id.empty()) self->pending_inputs.erase(in.pending_id);
             }
         }
-        // A cancelled request gets no response (the cancellation rules of both eras).
-        if (!parked && !rq->cancelled && !self->closing) {
+        // A cancelled request gets no response (the cancellation rules of both eras), unless
+        // airlock cut it off: then its client, which may still be reading, learns why.
+        if (!parked && rq->cut_off) result = mcp_rules::cut_off_by_stop();
+        if (!parked && (rq->cut_off || (!rq->cancelled && !self->closing))) {
             auto reply = reply_of(rq->ctx.client_era, rq->method, id, std::move(result));
             co_await self->send_line(reply);
         }
@@ -523,7 +531,10 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         std::string buffer;
         auto const limit = self->options.max_message_bytes + 1;  // + the newline
         for (;;) {
-            auto [ec, n] = co_await asio::async_read_until(in, asio::dynamic_buffer(buffer, limit), '\n', as_tuple(use_awaitable));
+            if (self->stops > 0) break;
+            auto until_stopped = asio::bind_cancellation_slot(self->stop_reading.slot(), as_tuple(use_awaitable));
+            auto [ec, n] = co_await asio::async_read_until(in, asio::dynamic_buffer(buffer, limit), '\n', until_stopped);
+            if (ec == asio::error::operation_aborted && self->stops > 0) break;
             if (ec == asio::error::not_found) {
                 spdlog::error("stdio: a message is longer than {} bytes; ending the session", self->options.max_message_bytes);
                 break;
@@ -546,10 +557,23 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         co_await self->close();
     }
 
-    // End of input: nobody is left to answer or to read answers.
+    // options.stop, on the strand.
+    void on_stop() {
+        if (++stops == 1) {
+            stop_reading.emit(asio::cancellation_type::terminal);
+            return;
+        }
+        if (running > 0) spdlog::warn("stdio: not waiting for {} request(s) still running", running);
+        idle.cancel();
+    }
+
+    // End of input (or a stop): nobody is left to answer, or the client is told airlock is stopping.
     asio::awaitable<void> close() {
         closing = true;
-        for (auto& [key, rq] : in_flight) cancel(*rq);
+        for (auto& [key, rq] : in_flight) {
+            rq->cut_off = stops > 0 && !rq->cancelled;
+            cancel(*rq);
+        }
         // Parked requests too; their expiry timers would otherwise keep the process up.
         for (auto& [key, rq] : pending_inputs) {
             if (rq->input->expiry) rq->input->expiry->cancel();
@@ -564,7 +588,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         subscriptions.clear();
         // Bounded: a backend that ignores its cancellation slot does not keep the process alive.
         auto deadline = std::chrono::steady_clock::now() + options.drain_grace;
-        while (running > 0 && std::chrono::steady_clock::now() < deadline) {
+        while (running > 0 && stops < 2 && std::chrono::steady_clock::now() < deadline) {
             idle.expires_at(deadline);
             co_await idle.async_wait(as_tuple(use_awaitable));
         }
@@ -593,10 +617,40 @@ asio::awaitable<void> serve_on_strand(std::shared_ptr<stdio_state> state, int in
         spdlog::error("stdio: cannot use the standard streams: {}", ec ? ec.message() : std::string(std::strerror(errno)));
         co_return;
     }
+    if (state->options.stop) {
+        std::weak_ptr<stdio_state> w = state;
+        state->options.stop->attach([w, exec = state->exec] {
+            asio::post(exec, [w] {
+                if (auto s = w.lock()) s->on_stop();
+            });
+        });
+    }
     co_await (stdio_state::reader(state, in) && stdio_state::writer(state, out));
+    if (state->options.stop) state->options.stop->attach(nullptr);
 }
 
 }  // namespace
+
+void stdio_stop::request() {
+    std::function<void()> hook;
+    {
+        std::lock_guard lock(mutex_);
+        ++requests_;
+        hook = on_request_;
+    }
+    if (hook) hook();
+}
+
+void stdio_stop::attach(std::function<void()> on_request) {
+    int made = 0;
+    {
+        std::lock_guard lock(mutex_);
+        on_request_ = on_request;
+        made = requests_;
+    }
+    if (on_request)
+        for (int i = 0; i < made; ++i) on_request();
+}
 
 asio::awaitable<void> async_serve_stdio(std::shared_ptr<mcp::server_backend> backend, stdio_endpoint_options options,
                                         int in_fd, int out_fd) {

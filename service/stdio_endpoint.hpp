@@ -15,9 +15,27 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 namespace airlock::service {
+
+// Ends a session before its input does (`airlock stdio` on SIGTERM or SIGINT). Shared between
+// the caller and the session; request() may come from any thread, before or during the session.
+class stdio_stop {
+public:
+    // The first request ends the session as end of input does, except that each request it cuts
+    // off is answered with an error saying airlock is stopping (its client may still be reading);
+    // the next one cuts short the wait for requests still running.
+    void request();
+    // The session's hook: called for each request, those made before it was attached included.
+    void attach(std::function<void()> on_request);
+
+private:
+    std::mutex mutex_;
+    int requests_ = 0;
+    std::function<void()> on_request_;
+};
 
 struct stdio_endpoint_options {
     std::string principal;  // every request is this principal's (the configured stdio principal)
@@ -25,6 +43,7 @@ struct stdio_endpoint_options {
     // After end of input, how long requests still running get to wind down (they are cancelled).
     std::chrono::milliseconds drain_grace{5'000};
     std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG for ids and keys; RAND_bytes when empty
+    std::shared_ptr<stdio_stop> stop;  // lets the caller end the session early; none when empty
 
     // Multi round-trip requests (2026-07-28 InputRequiredResult), as on the HTTP endpoint: a
     // modern tools/call, prompts/get or resources/read whose backend asks the client something is
@@ -36,7 +55,7 @@ struct stdio_endpoint_options {
     std::size_t max_questions = 16;              // open questions per request
 };
 
-// Serves until end of input on `in_fd` (or a fatal read error), then cancels what is still
+// Serves until end of input on `in_fd` (or a fatal read error, or options.stop), then cancels what is still
 // running, removes its listeners, tells the backend the session closed, writes out what is
 // queued and returns. The descriptors are duplicated: the caller's stay open. Both must be
 // pipes, sockets or terminals (not regular files). May be spawned on any executor; it makes a

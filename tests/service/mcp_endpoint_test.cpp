@@ -310,6 +310,11 @@ TEST_CASE("a principal at its session limit gets 429 saying how to free one, whi
     auto refused = f.post(init_body);
     CHECK(refused.status == 429);
     CHECK_FALSE(header_value(refused.head, "Mcp-Session-Id").has_value());
+    // Both sessions were opened just now: the earlier can idle out in the full 30 minutes at best.
+    auto retry = header_value(refused.head, "Retry-After");
+    REQUIRE(retry.has_value());
+    CHECK(std::stoi(*retry) >= 1);
+    CHECK(std::stoi(*retry) <= 1801);
     auto body = body_json(refused);
     CHECK(body.at("id") == 1);
     std::string message(body.at("error").at("message").as_string());
@@ -323,7 +328,10 @@ TEST_CASE("the total session limit still answers 503 when the caller is under it
     endpoint_fixture f(with_session_limits(2, 2));
     f.initialize(token);
     f.initialize(other_token);
-    CHECK(f.post(init_body).status == 503);
+    auto refused = f.post(init_body);
+    CHECK(refused.status == 503);
+    CHECK(header_value(refused.head, "Retry-After") == "1");
+    CHECK(body_json(refused).at("error").at("message") == "Too many sessions; retry later");
     CHECK(f.endpoint->session_count() == 2);
 }
 
@@ -337,13 +345,17 @@ TEST_CASE("deleting a session frees its principal's slot for a new one") {
     CHECK(f.endpoint->session_count() == 1);
 }
 
-TEST_CASE("a session that idles out frees its principal's slot for a new one") {
+TEST_CASE("a session that idles out frees its principal's slot for a new one, after the wait the 429 named") {
     manual_clock clock;
     endpoint_fixture f(one_session_each(clock, 60s));
     auto sid = f.initialize();
     clock.advance(30s);
-    CHECK(f.post(init_body).status == 429);
-    clock.advance(31s);
+    auto refused = f.post(init_body);
+    CHECK(refused.status == 429);
+    // 30 s of its 60 s are left, and expiry is idle for longer than that: 31 s.
+    auto retry = header_value(refused.head, "Retry-After");
+    REQUIRE(retry == "31");
+    clock.advance(std::chrono::seconds(std::stoi(*retry)));
     CHECK(f.post(init_body).status == 200);
     CHECK(f.backend->closed_sessions() == std::vector<std::string>{sid});
     CHECK(f.endpoint->session_count() == 1);

@@ -1,5 +1,6 @@
 // airlock as operators see it: /healthz, /readyz, /metrics (checked by promtool) and the request
 // log, from the real binary with a real upstream and the official SDK client driving traffic.
+#include "tests/service/sidecar_deployment.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/gateway_deployment.hpp"
 #include "tests/support/http_get.hpp"
@@ -241,6 +242,39 @@ TEST_CASE("every request gets one JSON log line with its request id, which the r
         alice_called = alice_called || (line.at("route") == "/mcp" && line.at("principal") == "alice" &&
                                         line.at("method") == "POST" && line.at("status") == 200);
     CHECK(alice_called);
+}
+
+TEST_CASE("a client that hangs up during a slow tool call is logged and counted as 499, not 500") {
+    sidecar_deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = airlock_port(airlock);
+    // hold runs until released, which nobody does: the client reads for a moment, gets nothing and
+    // closes its socket with the call in flight.
+    auto call = modern_request(port, sidecar_deployment::token, "tools/call", "hold__hold", R"("name":"hold__hold","arguments":{},)");
+    REQUIRE(raw_http(port, call, 1s).status == 0);
+
+    std::vector<json::object> lines;
+    auto on_mcp = [&] {
+        std::vector<json::object> out;
+        for (auto& l : request_lines(airlock.stderr_text()))
+            if (l.at("route") == "/mcp") out.push_back(l);
+        return out;
+    };
+    for (int i = 0; i < 100 && lines.empty(); ++i) {
+        lines = on_mcp();
+        if (lines.empty()) std::this_thread::sleep_for(100ms);
+    }
+    INFO(airlock.stderr_text());
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].at("status") == 499);
+    CHECK(lines[0].at("method") == "POST");
+    CHECK(lines[0].at("principal") == "alice");
+
+    auto scrape = http_get(port, "/metrics");
+    REQUIRE(scrape.status == 200);
+    INFO(scrape.body);
+    CHECK(sample(scrape.body, R"(airlock_http_requests_total{route="/mcp",method="POST",status="499"})") == 1);
+    CHECK_THAT(scrape.body, !Catch::Contains(R"(status="500")"));
 }
 
 TEST_CASE("the text log format writes human lines, request lines with key=value fields") {

@@ -1,3 +1,4 @@
+#include "tests/service/sidecar_deployment.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/file_text.hpp"
 #include "tests/support/http_get.hpp"
@@ -9,6 +10,7 @@
 #include <csignal>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 using namespace airlock::testing;
@@ -48,6 +50,62 @@ struct group_reaper {
         if (pgid > 0) ::kill(-pgid, SIGKILL);
     }
 };
+
+// A configuration whose only upstream is stubborn_sh (`extra` is appended to it), and the reaper of
+// that upstream's process group. Declare it before the airlock process it serves.
+struct stubborn_deployment {
+    temp_dir dir;
+    std::filesystem::path pid_file = dir.path() / "upstream.pid";
+    std::filesystem::path config = dir.path() / "airlock.yaml";
+    group_reaper upstream;
+
+    stubborn_deployment(std::string const& name, std::string const& extra) : dir(name) {
+        std::ofstream(dir.path() / "stubborn.sh") << stubborn_sh;
+        std::ofstream(config) << "journal: { dir: journal }\n"
+                              << "upstreams:\n  - name: stubborn\n    stdio: [/bin/sh, stubborn.sh, \"" << pid_file.string()
+                              << "\"]\n"
+                              << "    optional: true\n"
+                              << "egress:\n  - process: /bin/sh\n"
+                              << extra;
+    }
+
+    // True once the upstream has written its pid and runs (it leads its own process group).
+    bool child_runs() {
+        for (int i = 0; i < 200 && file_text(pid_file).empty(); ++i) std::this_thread::sleep_for(50ms);
+        auto text = file_text(pid_file);
+        upstream.pgid = text.empty() ? 0 : std::stoi(text);
+        return upstream.pgid > 0 && ::kill(upstream.pgid, 0) == 0;
+    }
+
+    // SIGTERM to airlock: it exits 0, having stopped the upstream with SIGTERM and then SIGKILL,
+    // and nothing of the upstream's process group is left.
+    void check_sigterm_stops_everything(child_process& airlock) const {
+        airlock.signal(SIGTERM);
+        int exit_code = airlock.wait(30s);
+        bool upstream_gone = group_ends(upstream.pgid);
+        INFO(airlock.stderr_text());
+        CHECK(exit_code == 0);
+        CHECK(upstream_gone);
+        CHECK_THAT(airlock.stderr_text(), Catch::Contains("sending SIGTERM") && Catch::Contains("sending SIGKILL"));
+    }
+};
+
+// A legacy session's opening lines for `airlock stdio`, then `request` (one JSON-RPC line).
+std::string stdio_session(std::string const& request) {
+    return R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},)"
+           R"("clientInfo":{"name":"serve-test","version":"1"}}})" "\n"
+           R"({"jsonrpc":"2.0","method":"notifications/initialized"})" "\n" +
+           request + "\n";
+}
+
+// True once the child's stdout contains `needle`, polling a while for it.
+bool stdout_shows(child_process& p, std::string const& needle) {
+    for (int i = 0; i < 400; ++i) {
+        if (p.stdout_text().find(needle) != std::string::npos) return true;
+        std::this_thread::sleep_for(50ms);
+    }
+    return false;
+}
 }  // namespace
 
 TEST_CASE("serve answers /healthz with 200 and a JSON body") {
@@ -95,30 +153,49 @@ TEST_CASE("SIGTERM stops serve cleanly with exit code 0") {
 }
 
 TEST_CASE("SIGTERM to airlock serve stops a stdio upstream that ignores stdin EOF and SIGTERM, leaving no process behind") {
-    temp_dir dir("airlock-serve-upstream");
-    auto pid_file = dir.path() / "upstream.pid";
-    std::ofstream(dir.path() / "stubborn.sh") << stubborn_sh;
-    std::ofstream(dir.path() / "airlock.yaml")
-        << "journal: { dir: journal }\n"
-        << "upstreams:\n  - name: stubborn\n    stdio: [/bin/sh, stubborn.sh, \"" << pid_file.string() << "\"]\n"
-        << "    optional: true\n"
-        << "egress:\n  - process: /bin/sh\n";
-    group_reaper upstream;
-    child_process airlock({AIRLOCK_BINARY, "serve", "--config", (dir.path() / "airlock.yaml").string(), "--listen",
-                           "127.0.0.1:0", "--log-format", "text"});
+    stubborn_deployment d("airlock-serve-upstream", "");
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0", "--log-format",
+                           "text"});
     start_serve(airlock);
-    // airlock meets its upstreams right after it starts listening: the child is up once its pid is written.
-    for (int i = 0; i < 200 && file_text(pid_file).empty(); ++i) std::this_thread::sleep_for(50ms);
-    auto pid_text = file_text(pid_file);
-    REQUIRE_FALSE(pid_text.empty());
-    upstream.pgid = std::stoi(pid_text);  // the child leads its own process group
-    REQUIRE(::kill(upstream.pgid, 0) == 0);
+    // airlock meets its upstreams right after it starts listening.
+    REQUIRE(d.child_runs());
+    d.check_sigterm_stops_everything(airlock);
+}
+
+TEST_CASE("SIGTERM to airlock stdio stops a stdio upstream that ignores stdin EOF and SIGTERM, and exits 0") {
+    stubborn_deployment d("airlock-stdio-upstream",
+                          "principals:\n  - name: desk\n    manifest: desk.yaml\n    token_file: desk.token\n"
+                          "    create_if_missing: true\n");
+    std::ofstream(d.dir.path() / "desk.yaml") << "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\n"
+                                              << "spec:\n  tools:\n    - ref: tool://stubborn/anything\n      mutates: false\n"
+                                              << "  budgets: {}\n";
+    child_process airlock({AIRLOCK_BINARY, "stdio", "--config", d.config.string(), "--log-format", "text"}, {},
+                          child_stdin::pipe);
+    // Upstreams start on first use: listing tools starts the child (and waits on it, in vain).
+    REQUIRE(airlock.write_stdin(stdio_session(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})")));
+    INFO(airlock.stderr_text());
+    REQUIRE(d.child_runs());
+    // Input stays open: only the signal can end the session.
+    d.check_sigterm_stops_everything(airlock);
+}
+
+TEST_CASE("SIGTERM to airlock stdio answers a call in flight with an error saying airlock is stopping") {
+    sidecar_deployment d;
+    child_process airlock({AIRLOCK_BINARY, "stdio", "--config", d.config.string()}, {}, child_stdin::pipe);
+    // hold runs until released, with a progress notification every 200 ms: the first says it is under way.
+    REQUIRE(airlock.write_stdin(stdio_session(
+        R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold__hold","arguments":{},"_meta":{"progressToken":"p"}}})")));
+    INFO(airlock.stdout_text() << airlock.stderr_text());
+    REQUIRE(stdout_shows(airlock, "notifications/progress"));
 
     airlock.signal(SIGTERM);
-    int exit_code = airlock.wait(30s);
-    bool upstream_gone = group_ends(upstream.pgid);
-    INFO(airlock.stderr_text());
-    CHECK(exit_code == 0);
-    CHECK(upstream_gone);
-    CHECK_THAT(airlock.stderr_text(), Catch::Contains("sending SIGTERM") && Catch::Contains("sending SIGKILL"));
+    CHECK(airlock.wait(30s) == 0);
+    std::vector<boost::json::object> answers;
+    std::istringstream out(airlock.stdout_text());
+    for (std::string line; std::getline(out, line);)
+        if (auto m = boost::json::parse(line).as_object(); m.contains("id") && m.at("id") == 2) answers.push_back(m);
+    REQUIRE(answers.size() == 1);
+    CHECK(answers[0].at("error").at("code") == -32603);
+    CHECK_THAT(std::string(answers[0].at("error").at("message").as_string()),
+               Catch::Contains("airlock is stopping: this request was cut off"));
 }

@@ -25,13 +25,19 @@ int remaining_ms(clock::time_point until) {
 }
 }  // namespace
 
-child_process::child_process(std::vector<std::string> argv, std::vector<std::string> extra_env) {
-    int out_pipe[2], err_pipe[2];
+child_process::child_process(std::vector<std::string> argv, std::vector<std::string> extra_env, child_stdin in) {
+    int out_pipe[2], err_pipe[2], in_pipe[2] = {-1, -1};
     if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0)
         throw std::runtime_error("pipe failed");
+    if (in == child_stdin::pipe) {
+        if (pipe2(in_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+        // A child that exits before reading must fail the test's write, not kill the test with SIGPIPE.
+        ::signal(SIGPIPE, SIG_IGN);
+    }
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (in == child_stdin::pipe) posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+    else posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
 
@@ -49,11 +55,14 @@ child_process::child_process(std::vector<std::string> argv, std::vector<std::str
     posix_spawn_file_actions_destroy(&actions);
     close(out_pipe[1]);
     close(err_pipe[1]);
+    if (in_pipe[0] >= 0) close(in_pipe[0]);
     out_fd_ = out_pipe[0];
     err_fd_ = err_pipe[0];
+    in_fd_ = in_pipe[1];
     if (rc != 0) {
         close(out_fd_);
         close(err_fd_);
+        close_stdin();
         throw std::runtime_error("cannot start " + argv[0] + ": " + std::strerror(rc));
     }
     if (pipe2(wake_, O_CLOEXEC) != 0) {
@@ -61,6 +70,7 @@ child_process::child_process(std::vector<std::string> argv, std::vector<std::str
         waitpid(pid_, nullptr, 0);
         close(out_fd_);
         close(err_fd_);
+        close_stdin();
         throw std::runtime_error("pipe failed");
     }
     reader_ = std::thread([this] { read_loop(); });
@@ -76,8 +86,25 @@ child_process::~child_process() {
     char stop = 1;
     [[maybe_unused]] auto n = write(wake_[1], &stop, 1);
     reader_.join();
+    close_stdin();
     for (int fd : {out_fd_, err_fd_, wake_[0], wake_[1]})
         if (fd >= 0) close(fd);
+}
+
+bool child_process::write_stdin(std::string const& text) {
+    std::size_t sent = 0;
+    while (in_fd_ >= 0 && sent < text.size()) {
+        ssize_t n = write(in_fd_, text.data() + sent, text.size() - sent);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        sent += static_cast<std::size_t>(n);
+    }
+    return in_fd_ >= 0;
+}
+
+void child_process::close_stdin() {
+    if (in_fd_ >= 0) close(in_fd_);
+    in_fd_ = -1;
 }
 
 void child_process::read_loop() {

@@ -14,10 +14,15 @@
 
 namespace airlock::testing {
 
+// The child's stdin: /dev/null (it reads end of input at once), or a pipe the test writes to and
+// ends with close_stdin().
+enum class child_stdin { null_device, pipe };
+
 class child_process {
 public:
     // Starts argv[0] (looked up in PATH when it has no '/'). Throws std::runtime_error when it cannot.
-    explicit child_process(std::vector<std::string> argv, std::vector<std::string> extra_env = {});
+    explicit child_process(std::vector<std::string> argv, std::vector<std::string> extra_env = {},
+                           child_stdin in = child_stdin::null_device);
     ~child_process();
     child_process(child_process const&) = delete;
     child_process& operator=(child_process const&) = delete;
@@ -28,6 +33,10 @@ public:
     int wait(std::chrono::milliseconds deadline = std::chrono::seconds(30));
     // Sends a signal.
     void signal(int sig);
+    // With child_stdin::pipe: writes all of `text` to the child's stdin (false when it cannot), or
+    // closes it, which the child reads as end of input.
+    bool write_stdin(std::string const& text);
+    void close_stdin();
     // Everything captured so far.
     std::string stdout_text() const;
     std::string stderr_text() const;
@@ -38,6 +47,7 @@ private:
     int pid_ = -1;
     int out_fd_ = -1;
     int err_fd_ = -1;
+    int in_fd_ = -1;
     int wake_[2] = {-1, -1};  // written to stop the reader
     std::optional<int> exit_code_;
     mutable std::mutex mutex_;

@@ -54,16 +54,21 @@ raw_response http_get(std::uint16_t port, std::string const& path) {
                               "\r\nConnection: close\r\n\r\n");
 }
 
-raw_response modern_post(std::uint16_t port, std::string const& token, std::string const& method,
-                         std::string const& name, std::string const& params) {
+std::string modern_request(std::uint16_t port, std::string const& token, std::string const& method,
+                           std::string const& name, std::string const& params) {
     std::string meta = R"("_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",)"
                        R"("io.modelcontextprotocol/clientCapabilities":{"sampling":{}},)"
                        R"("io.modelcontextprotocol/clientInfo":{"name":"e2e","version":"1"}})";
     auto body = R"({"jsonrpc":"2.0","id":1,"method":")" + method + R"(","params":{)" + params + meta + "}}";
-    return raw_http(port, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nAuthorization: Bearer " +
-                              token + "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-                              "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " + method + "\r\nMcp-Name: " + name +
-                              "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    return "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nAuthorization: Bearer " + token +
+           "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+           "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: " + method + "\r\nMcp-Name: " + name +
+           "\r\nConnection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+raw_response modern_post(std::uint16_t port, std::string const& token, std::string const& method,
+                         std::string const& name, std::string const& params) {
+    return raw_http(port, modern_request(port, token, method, name, params));
 }
 
 }  // namespace airlock::testing

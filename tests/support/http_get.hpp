@@ -26,5 +26,8 @@ raw_response http_get(std::uint16_t port, std::string const& path);
 // goes in Mcp-Name.
 raw_response modern_post(std::uint16_t port, std::string const& token, std::string const& method,
                          std::string const& name, std::string const& params);
+// The bytes modern_post sends.
+std::string modern_request(std::uint16_t port, std::string const& token, std::string const& method,
+                           std::string const& name, std::string const& params);
 
 }  // namespace airlock::testing
