@@ -926,7 +926,11 @@ int run_stdio(std::vector<std::string> const& args) {
     so.stop = stop;
     auto task = [&]() -> asio::awaitable<void> {
         co_await async_serve_stdio(sc->gw, so);
+        // The session's run (and a 2026-07-28 caller's, keyed by principal) is sealed once the
+        // calls in it have journaled their outcomes.
+        sc->gw->close_all_runs();
         co_await async_close_upstreams(sc->clients);
+        co_await sc->gw->async_runs_closed(std::chrono::seconds(2));
     };
     std::exception_ptr failure;
     // However the session ends, the watcher's wait is the last work keeping the loop running.

@@ -198,4 +198,6 @@ TEST_CASE("SIGTERM to airlock stdio answers a call in flight with an error sayin
     CHECK(answers[0].at("error").at("code") == -32603);
     CHECK_THAT(std::string(answers[0].at("error").at("message").as_string()),
                Catch::Contains("airlock is stopping: this request was cut off"));
+    // The session's run holds the cut-off call's outcome, then its seal.
+    d.check_outcome_then_seal("effect_failed");
 }

@@ -93,6 +93,29 @@ struct sidecar_deployment {
     command_result verify_journal() const {
         return run_command({AIRLOCK_BINARY, "journal", "verify", "--all", "--journal", journal.string()});
     }
+
+    // The journal verifies, and `airlock journal show` of the first run it names.
+    std::string only_run_shown() const {
+        auto verified = verify_journal();
+        INFO(verified.out << verified.err);
+        REQUIRE(verified.exit_code == 0);
+        std::smatch m;
+        REQUIRE(std::regex_search(verified.out, m, std::regex(R"(([0-9A-Z]{26}): ok)")));
+        auto shown = run_command({AIRLOCK_BINARY, "journal", "show", m[1].str(), "--journal", journal.string()});
+        INFO(shown.err);
+        REQUIRE(shown.exit_code == 0);
+        return shown.out;
+    }
+
+    // Its one run holds a call's outcome (`outcome_kind`), and after it the run's seal.
+    void check_outcome_then_seal(std::string_view outcome_kind) const {
+        auto shown = only_run_shown();
+        INFO(shown);
+        auto outcome = shown.find(outcome_kind), sealed = shown.find("run_sealed");
+        CHECK(outcome != std::string::npos);
+        REQUIRE(sealed != std::string::npos);
+        CHECK(outcome < sealed);
+    }
 };
 
 // A REST run as alice, started with `body` and waited for (POST /v1/runs?wait=60), then its journal

@@ -53,19 +53,6 @@ struct drain_under_way {
     }
 };
 
-// The journal verifies, and `airlock journal show` of the first run it names.
-std::string only_run_shown(sidecar_deployment const& d) {
-    auto verified = d.verify_journal();
-    INFO(verified.out << verified.err);
-    REQUIRE(verified.exit_code == 0);
-    std::smatch m;
-    REQUIRE(std::regex_search(verified.out, m, std::regex(R"(([0-9A-Z]{26}): ok)")));
-    auto shown = run_command({AIRLOCK_BINARY, "journal", "show", m[1].str(), "--journal", d.journal.string()});
-    INFO(shown.err);
-    REQUIRE(shown.exit_code == 0);
-    return shown.out;
-}
-
 }  // namespace
 
 TEST_CASE("SIGTERM drains: a slow call in flight completes, new connections are refused, exit 0, the journal verifies") {
@@ -104,12 +91,7 @@ TEST_CASE("a second SIGTERM during the drain stops airlock at once, and the jour
         CHECK_THAT(airlock.stderr_text(), !Catch::Contains("is sealed"));
     }
     // The session's run: the cut-off call's outcome is journaled, and then the run is sealed.
-    auto shown = only_run_shown(d);
-    INFO(shown);
-    auto failed = shown.find("effect_failed"), sealed = shown.find("run_sealed");
-    CHECK(failed != std::string::npos);
-    CHECK(sealed != std::string::npos);
-    CHECK(failed < sealed);
+    d.check_outcome_then_seal("effect_failed");
 }
 
 TEST_CASE("SIGHUP adding a grant shows the tool to an open session with notifications/tools/list_changed") {
@@ -282,11 +264,7 @@ TEST_CASE("stopping seals the runs of callers without a session: a 2026-07-28 pr
         INFO(airlock.stderr_text());
         CHECK(airlock.wait(30s) == 0);
     }
-    auto shown = only_run_shown(d);
-    INFO(shown);
-    auto done = shown.find("effect_done"), sealed = shown.find("run_sealed");
-    CHECK(done != std::string::npos);
-    REQUIRE(sealed != std::string::npos);
-    CHECK(done < sealed);
-    CHECK_THAT(shown.substr(sealed), Catch::Contains("airlock stopped"));
+    d.check_outcome_then_seal("effect_done");
+    auto shown = d.only_run_shown();
+    CHECK_THAT(shown.substr(shown.find("run_sealed")), Catch::Contains("airlock stopped"));
 }
