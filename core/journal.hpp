@@ -18,7 +18,7 @@
 namespace airlock::core {
 
 enum class record_kind {
-    run_admitted,        // {agent:{name,version,digest}, input, input_label, idempotency_key?, admitted_at}
+    run_admitted,        // {agent:{name,version,digest}, input, input_label, principal?, idempotency_key?, admitted_at}
     effect_started,      // {effect_key, target:"tool"|"model", tool?, arguments (canonical), mutates, attempt}
     effect_done,         // {effect_key, output, output_label, usage?}
     effect_failed,       // {effect_key, error_kind, disposition, detail}
@@ -86,6 +86,10 @@ struct run_summary {
     std::string agent;        // from run_admitted.body.agent.name
     std::string status;
     std::string admitted_at;  // from run_admitted.body.admitted_at (RFC 3339)
+    // Who owns the run: run_admitted.body.principal (a run started over REST), else
+    // body.input.principal of a gateway session's run. "" is nobody: internal runs, anonymous
+    // `airlock run`s and index entries written before owners were recorded; only operators see those.
+    std::string principal;
     std::uint64_t head_seq = 0;
     sha256_digest head_hash{};
     bool sealed = false;
@@ -95,6 +99,7 @@ struct run_filter {
     std::optional<std::string> status;
     std::optional<std::string> agent;
     std::optional<std::string> since;  // admitted_at >= since (RFC 3339 strings compare in order)
+    std::optional<std::string> principal;  // runs this principal owns; "" matches no run
     std::size_t limit = 100;
     std::optional<std::string> cursor;  // run ids after this one, in run id order
 };

@@ -17,6 +17,15 @@ std::string agent_name(boost::json::object const& admitted_body) {
     return {};
 }
 
+// An agent run's input is whatever its caller sent, so a "principal" inside it claims nothing: only
+// a gateway session's admission (which has no mode) names its principal in the input.
+std::string owner(boost::json::object const& admitted_body) {
+    if (auto who = string_at(admitted_body, "principal"); !who.empty()) return who;
+    if (admitted_body.contains("mode")) return {};
+    if (auto const* in = admitted_body.if_contains("input"); in && in->is_object()) return string_at(in->get_object(), "principal");
+    return {};
+}
+
 }  // namespace
 
 result<void> check_run_id(std::string_view run_id) {
@@ -74,6 +83,7 @@ result<append_plan> plan_append(std::string_view run_id, std::optional<run_summa
             case record_kind::run_admitted:
                 plan.summary.agent = agent_name(nr.body);
                 plan.summary.admitted_at = string_at(nr.body, "admitted_at");
+                plan.summary.principal = owner(nr.body);
                 plan.summary.status = "running";
                 break;
             case record_kind::approval_requested: plan.summary.status = "awaiting_approval"; break;
@@ -114,9 +124,10 @@ result<new_record> make_seal(run_summary const& current, std::string_view status
 }
 
 boost::json::object to_json(run_summary const& s) {
+    boost::json::value principal = s.principal.empty() ? boost::json::value(nullptr) : boost::json::value(s.principal);
     return {{"run_id", s.run_id},   {"agent", s.agent},       {"status", s.status},
-            {"admitted_at", s.admitted_at}, {"head_seq", s.head_seq}, {"head_hash", to_hex(s.head_hash)},
-            {"sealed", s.sealed}};
+            {"admitted_at", s.admitted_at}, {"principal", std::move(principal)}, {"head_seq", s.head_seq},
+            {"head_hash", to_hex(s.head_hash)}, {"sealed", s.sealed}};
 }
 
 result<run_summary> run_summary_from_json(boost::json::value const& v) {
@@ -133,6 +144,11 @@ result<run_summary> run_summary_from_json(boost::json::value const& v) {
     if (!str("run_id", s.run_id) || !str("agent", s.agent) || !str("status", s.status) ||
         !str("admitted_at", s.admitted_at) || !str("head_hash", hash_hex))
         return make_error("corrupt", "run index entry is missing a field");
+    // Entries written before runs had owners have no principal: they belong to nobody.
+    if (auto const* p = o->if_contains("principal"); p && !p->is_null()) {
+        if (!p->is_string()) return make_error("corrupt", "run index entry has a malformed principal");
+        s.principal = p->get_string();
+    }
     auto const* seq = o->if_contains("head_seq");
     auto const* sealed = o->if_contains("sealed");
     if (!seq || !(seq->is_uint64() || seq->is_int64()) || !sealed || !sealed->is_bool() || hash_hex.size() != 64)
@@ -156,6 +172,7 @@ bool matches(run_filter const& f, run_summary const& s) {
     if (f.status && s.status != *f.status) return false;
     if (f.agent && s.agent != *f.agent) return false;
     if (f.since && s.admitted_at < *f.since) return false;
+    if (f.principal && (f.principal->empty() || s.principal != *f.principal)) return false;
     return true;
 }
 

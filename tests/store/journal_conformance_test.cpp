@@ -682,6 +682,57 @@ TEMPLATE_TEST_CASE("the run list shows each run's summary", "[journal_store]", A
     CHECK(s.sealed);
 }
 
+// The run_admitted record of a run started by `who`, in the form `shape` says: "rest" (the agent
+// runtime: body.principal), "gateway" (a session: body.input.principal) or "agent input" (an agent
+// run whose caller put a principal in its input, which claims nothing).
+new_record admitted_by(std::string const& who, std::string const& shape) {
+    auto rec = admitted();
+    if (shape == "rest") {
+        rec.body["mode"] = "agent";
+        rec.body["principal"] = who;
+    } else if (shape == "gateway") {
+        rec.body["input"] = boost::json::object{{"principal", who}, {"session", ""}};
+    } else {
+        rec.body["mode"] = "agent";
+        rec.body["input"] = boost::json::object{{"principal", who}};
+    }
+    return rec;
+}
+
+TEMPLATE_TEST_CASE("a run is owned by the principal that started it, or by the gateway session's principal",
+                   "[journal_store]", AIRLOCK_JOURNAL_STORE_FIXTURES) {
+    TestType f;
+    REQUIRE(append(*f.store, "run-1", {admitted_by("alice", "rest")}).has_value());
+    REQUIRE(append(*f.store, "run-2", {admitted_by("bob", "gateway")}).has_value());
+    REQUIRE(append(*f.store, "run-3", {admitted_by("bob", "agent input")}).has_value());
+    admit(*f.store, "run-4");
+    REQUIRE(run_awaitable(f.store->async_seal("run-1", "succeeded", "done")).has_value());
+    CHECK(head(*f.store, "run-1")->principal == "alice");  // still after more records
+    CHECK(head(*f.store, "run-2")->principal == "bob");
+    CHECK(head(*f.store, "run-3")->principal.empty());
+    CHECK(head(*f.store, "run-4")->principal.empty());
+    CHECK(runs(*f.store, {}).runs.front().principal == "alice");
+}
+
+TEMPLATE_TEST_CASE("runs filter by owner, and an empty owner matches no run, not the runs owned by nobody",
+                   "[journal_store]", AIRLOCK_JOURNAL_STORE_FIXTURES) {
+    TestType f;
+    REQUIRE(append(*f.store, "run-1", {admitted_by("alice", "rest")}).has_value());
+    REQUIRE(append(*f.store, "run-2", {admitted_by("bob", "gateway")}).has_value());
+    REQUIRE(append(*f.store, "run-3", {admitted_by("alice", "gateway")}).has_value());
+    admit(*f.store, "run-4");
+    auto owned_by = [&](std::string who) {
+        run_filter filter;
+        filter.principal = std::move(who);
+        return ids(runs(*f.store, filter));
+    };
+    using v = std::vector<std::string>;
+    CHECK(owned_by("alice") == v{"run-1", "run-3"});
+    CHECK(owned_by("bob") == v{"run-2"});
+    CHECK(owned_by("carol").empty());
+    CHECK(owned_by("").empty());
+}
+
 // ------------------------------------------------------------------------------------ concurrency
 
 namespace {

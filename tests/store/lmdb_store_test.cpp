@@ -267,6 +267,54 @@ TEST_CASE("a file that is not an LMDB journal gives a clear error instead of a c
     CHECK_THAT(s.error().message, Catch::Contains(dir.path().string()));
 }
 
+TEST_CASE("a run index entry written before runs had owners reads as owned by nobody") {
+    temp_dir dir;
+    {
+        auto s = open_store(dir.path());
+        auto rec = admitted();
+        rec.body["mode"] = "agent";
+        rec.body["principal"] = "alice";
+        REQUIRE(run_awaitable(s->async_append("old-run", {rec})).has_value());
+        REQUIRE(run_awaitable(s->async_append("new-run", {rec})).has_value());
+        REQUIRE(s->head("old-run")->value().principal == "alice");
+    }
+    // The index entry follows admitted_at with the principal; an earlier version wrote no principal.
+    // Renaming the key in place (same length) turns the entry of old-run into one of that version's,
+    // an unknown key included: every copy, as LMDB may keep stale pages.
+    auto file = dir.path() / "data.mdb";
+    std::string bytes;
+    {
+        std::ifstream in(file, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    std::string const entry = R"("run_id":"old-run",)";
+    std::string const key = R"(Z","principal":"alice")";
+    int renamed = 0;
+    for (auto at = bytes.find(entry); at != std::string::npos; at = bytes.find(entry, at + 1)) {
+        auto k = bytes.find(key, at);
+        if (k == std::string::npos || k - at > 200) continue;
+        bytes.replace(k, key.size(), R"(Z","principaX":"alice")");
+        ++renamed;
+    }
+    REQUIRE(renamed > 0);
+    {
+        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        out << bytes;
+    }
+    auto s = open_store(dir.path());
+    auto old_head = s->head("old-run");
+    REQUIRE(old_head.has_value());
+    REQUIRE(old_head->has_value());
+    CHECK((*old_head)->principal.empty());
+    CHECK(s->head("new-run")->value().principal == "alice");
+    core::run_filter mine;
+    mine.principal = "alice";
+    auto page = run_awaitable(s->async_runs(mine));
+    REQUIRE(page.has_value());
+    REQUIRE(page->runs.size() == 1);
+    CHECK(page->runs[0].run_id == "new-run");
+}
+
 TEST_CASE("a byte flipped in a stored record makes verify name that run and seq") {
     temp_dir dir;
     {
