@@ -1170,7 +1170,8 @@ void read_metrics(reader& r, YAML::Node const& n, metrics_config& m) {
 }
 
 std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, std::string const& p) {
-    if (!r.mapping(n, p, {"name", "token_file", "token_env", "create_if_missing", "manifest", "trusted", "anonymous"}))
+    if (!r.mapping(n, p, {"name", "token_file", "token_env", "create_if_missing", "manifest", "trusted", "anonymous",
+                                 "operator"}))
         return std::nullopt;
     auto before = r.problems.size();
     principal_config pc;
@@ -1189,6 +1190,12 @@ std::optional<principal_config> read_principal(reader& r, YAML::Node const& n, s
     if (auto const v = n["anonymous"]) {
         if (auto b = r.boolean(v, p + ".anonymous")) pc.anonymous = *b;
     }
+    if (auto const v = n["operator"]) {
+        if (auto b = r.boolean(v, p + ".operator")) pc.is_operator = *b;
+    }
+    // An operator reads every run's journal: every client that can reach airlock would.
+    if (pc.anonymous && pc.is_operator)
+        r.fail("conflicting_fields", p + ".operator sees every run; an anonymous principal cannot be one");
     auto const file = n["token_file"];
     auto const env = n["token_env"];
     if (pc.anonymous) {
@@ -1561,6 +1568,16 @@ loaded load(fs::path const& file, env_lookup const& env) {
                            "only when egress names it too (add " + core::to_string(v4) + ", or use it in base_url)");
             }
         }
+        // Only an operator decides approvals (REST); without one, a run that asks waits for ever.
+        if (std::none_of(c.principals.begin(), c.principals.end(), [](auto const& p) { return p.is_operator; })) {
+            for (auto const& a : c.agents) {
+                auto const g = std::find_if(a.manifest.tools.begin(), a.manifest.tools.end(),
+                                            [](auto const& t) { return t.requires_approval; });
+                if (g != a.manifest.tools.end())
+                    r.warn("agent " + a.name + ": " + g->ref.uri() + " requires approval, but no principal is an " +
+                           "operator to decide it (mark one `operator: true`)");
+            }
+        }
         for (auto const& pc : c.principals) {
             for (auto const& g : pc.manifest.tools) {
                 bool served = std::any_of(c.upstreams.begin(), c.upstreams.end(),
@@ -1748,7 +1765,7 @@ std::string summary(config const& c) {
         if (p.anonymous) o << "nobody: anonymous";
         else if (p.token_file) o << p.token_file->string() << (p.token.empty() ? " (created at first start)" : "");
         else o << "$" << p.token_env.value_or("?");
-        o << (p.trusted ? ", trusted" : ", untrusted") << "\n";
+        o << (p.trusted ? ", trusted" : ", untrusted") << (p.is_operator ? ", operator" : "") << "\n";
     }
     o << "providers   " << c.providers.size() << "\n";
     for (auto const& pc : c.providers) {

@@ -114,6 +114,7 @@ struct principal_config {
     core::manifest manifest;  // its grants are the tools this principal sees and may call
     bool trusted = false;     // arguments from this principal count as trusted input
     bool anonymous = false;   // requests without an Authorization header are served as this principal (no token)
+    bool is_operator = false; // `operator: true`: sees and acts on every run over REST and decides approvals
 };
 
 enum class provider_kind { openai, anthropic, scripted };

@@ -1,6 +1,7 @@
 #include "service/config.hpp"
 
 #include "service/http_server.hpp"
+#include "tests/support/file_text.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
@@ -753,6 +754,43 @@ principals:
     CHECK_THAT(summary(*c), Catch::Contains("public") && Catch::Contains("anonymous"));
 }
 
+TEST_CASE("a principal marked operator: true is an operator and the summary says so, and others are not") {
+    workspace w;
+    w.standard_files();
+    auto c = load_config(w.config(std::string(one_upstream) + R"yaml(
+principals:
+  - name: alice
+    token_file: secrets/alice.token
+    manifest: grants/alice.yaml
+    operator: true
+  - name: bob
+    token_file: secrets/bob.token
+    manifest: grants/alice.yaml
+)yaml"),
+                         test_env());
+    INFO((c ? std::string() : c.error().message));
+    REQUIRE(c);
+    REQUIRE(c->principals.size() == 2);
+    CHECK(c->principals[0].is_operator);
+    CHECK_FALSE(c->principals[1].is_operator);
+    auto text = summary(*c);
+    auto alice_line = text.substr(text.find("  alice  "), text.find('\n', text.find("  alice  ")) - text.find("  alice  "));
+    auto bob_line = text.substr(text.find("  bob  "), text.find('\n', text.find("  bob  ")) - text.find("  bob  "));
+    CHECK_THAT(alice_line, Catch::Contains(", operator"));
+    CHECK_THAT(bob_line, !Catch::Contains("operator"));
+}
+
+TEST_CASE("operator must be a boolean, and an anonymous principal cannot be an operator") {
+    workspace w;
+    w.standard_files();
+    auto word = w.config("principals:\n  - name: alice\n    token_file: secrets/alice.token\n"
+                         "    manifest: grants/alice.yaml\n    operator: sometimes\n");
+    CHECK_THAT(first_problem(word), Catch::Contains("principals[0].operator"));
+    auto anonymous = w.config("principals:\n  - { name: public, anonymous: true, operator: true, manifest: grants/alice.yaml }\n");
+    CHECK(first_code(anonymous) == "conflicting_fields");
+    CHECK_THAT(first_problem(anonymous), Catch::Contains("principals[0].operator"));
+}
+
 TEST_CASE("an anonymous principal with a token is refused") {
     workspace w;
     w.standard_files();
@@ -1015,6 +1053,33 @@ TEST_CASE("an agent with a script loads its manifest and its script") {
     CHECK(c->agents[0].name == "teller");
     CHECK(c->agents[0].scripted->turns.size() == 1);
     CHECK_THAT(summary(*c), Catch::Contains("agent       teller 1.0.0"));
+}
+
+TEST_CASE("an agent with a grant that requires approval gets a warning while no principal is an operator") {
+    workspace w;
+    w.standard_files();
+    auto text = agents_config(w, "{ manifest: teller.yaml, script: teller.script.yaml }");
+    auto yaml = airlock::testing::file_text(w.dir.path() / "teller.yaml");
+    auto at = yaml.find("mutates: false,");
+    REQUIRE(at != std::string::npos);
+    w.write("teller.yaml", yaml.replace(at, 15, "mutates: false, requires_approval: true,"));
+    auto principal = [](bool op) {
+        return std::string("principals:\n  - { name: alice, token_file: secrets/alice.token, manifest: grants/alice.yaml") +
+               (op ? ", operator: true" : "") + " }\n";
+    };
+    auto warns = [](config const& c) {
+        return std::any_of(c.warnings.begin(), c.warnings.end(), [](auto const& m) {
+            return m.find("agent teller") != std::string::npos && m.find("requires approval") != std::string::npos &&
+                   m.find("operator") != std::string::npos;
+        });
+    };
+    auto none = load_config(w.config(text + principal(false)), test_env());
+    INFO((none ? std::string() : none.error().message));
+    REQUIRE(none);
+    CHECK(warns(*none));
+    auto with_operator = load_config(w.config(text + principal(true)), test_env());
+    REQUIRE(with_operator);
+    CHECK_FALSE(warns(*with_operator));
 }
 
 TEST_CASE("an agent needs exactly one of script and provider") {
