@@ -353,7 +353,10 @@ asio::awaitable<core::result<run_ticket>> runner::async_start(run_request reques
         run_id = ids_.next().str();
     }
     if (request.idempotency_key) {
-        auto claim = co_await options_.journal->async_claim_admission(*request.idempotency_key, run_id);
+        // Keys are each principal's own: one principal's key never finds (or blocks) another's run.
+        // Principal names hold no ':', so "name:key" cannot be spelt by two principals.
+        auto scoped_key = request.principal + ":" + *request.idempotency_key;
+        auto claim = co_await options_.journal->async_claim_admission(std::move(scoped_key), run_id);
         if (!claim) co_return claim.error();
         if (!claim->fresh) {
             auto head = co_await options_.journal->async_head(claim->run_id);
