@@ -26,17 +26,19 @@ constexpr char const* openapi_text = R"json({
     },
     "/v1/runs": {
       "get": {
-        "summary": "List runs, oldest run id first", "operationId": "listRuns",
+        "summary": "List runs, oldest run id first: the caller's own, or every run for an operator", "operationId": "listRuns",
         "parameters": [
           {"name": "status", "in": "query", "schema": {"$ref": "#/components/schemas/RunStatus"}},
           {"name": "agent", "in": "query", "schema": {"type": "string"}},
           {"name": "since", "in": "query", "description": "Runs admitted at or after this RFC 3339 UTC time", "schema": {"type": "string", "format": "date-time"}},
           {"name": "cursor", "in": "query", "description": "next_cursor of the previous page", "schema": {"type": "string"}},
-          {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}}
+          {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}},
+          {"name": "principal", "in": "query", "description": "Operators only: runs this principal owns", "schema": {"type": "string"}}
         ],
         "responses": {
           "200": {"description": "One page of runs", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunPage"}}}},
-          "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"}
+          "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
+          "403": {"$ref": "#/components/responses/Problem"}
         }
       },
       "post": {
@@ -100,10 +102,11 @@ constexpr char const* openapi_text = R"json({
     "/v1/runs/{id}/approvals/{effect}": {
       "parameters": [{"$ref": "#/components/parameters/RunId"},
                      {"name": "effect", "in": "path", "required": true, "description": "The effect key, percent-encoded", "schema": {"type": "string"}}],
-      "post": {"summary": "Approve or reject a pending call", "operationId": "decideApproval",
+      "post": {"summary": "Approve or reject a pending call (operators only)", "operationId": "decideApproval",
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Decision"}}}},
         "responses": {"200": {"description": "The decision is recorded", "content": {"application/json": {"schema": {"type": "object"}}}},
                       "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
+                      "403": {"$ref": "#/components/responses/Problem"},
                       "404": {"$ref": "#/components/responses/Problem"}, "409": {"$ref": "#/components/responses/Problem"},
                       "422": {"$ref": "#/components/responses/Problem"}, "503": {"$ref": "#/components/responses/Problem"}}}
     },
@@ -137,11 +140,11 @@ constexpr char const* openapi_text = R"json({
         "oneOf": [{"required": ["agent"]}, {"required": ["capability"]}]},
       "RunSummary": {"type": "object", "properties": {
         "run_id": {"type": "string"}, "agent": {"type": "string"}, "status": {"$ref": "#/components/schemas/RunStatus"},
-        "admitted_at": {"type": "string"}, "head_seq": {"type": "integer"}, "head_hash": {"type": "string"}, "sealed": {"type": "boolean"}}},
+        "admitted_at": {"type": "string"}, "principal": {"type": ["string", "null"], "description": "The run's owner; null: nobody (operators only see it)"}, "head_seq": {"type": "integer"}, "head_hash": {"type": "string"}, "sealed": {"type": "boolean"}}},
       "RunPage": {"type": "object", "properties": {
         "runs": {"type": "array", "items": {"$ref": "#/components/schemas/RunSummary"}}, "next_cursor": {"type": ["string", "null"]}}},
       "Run": {"allOf": [{"$ref": "#/components/schemas/RunSummary"}, {"type": "object", "properties": {
-        "input": {}, "output": {}, "reason": {"type": "string"}, "principal": {"type": "string"}, "agent_info": {"type": "object"},
+        "input": {}, "output": {}, "reason": {"type": "string"}, "agent_info": {"type": "object"},
         "effects": {"type": "integer"}, "policy_denials": {"type": "integer"}, "pending_approvals": {"type": "integer"},
         "fresh": {"type": "boolean"}}}]},
       "Record": {"type": "object", "properties": {

@@ -272,7 +272,6 @@ json::object describe_run(core::run_summary const& s, std::vector<core::record> 
         case core::record_kind::run_admitted:
             if (auto const* a = r.body.if_contains("agent")) o["agent_info"] = *a;
             if (auto const* in = r.body.if_contains("input")) o["input"] = *in;
-            if (auto const* p = r.body.if_contains("principal")) o["principal"] = *p;
             if (auto const* k = r.body.if_contains("idempotency_key")) o["idempotency_key"] = *k;
             break;
         case core::record_kind::effect_started: ++effects; break;
@@ -345,6 +344,7 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         };
         if (auth.empty()) {
             if (!options_.allow_anonymous) co_return unauthorized("a bearer token is required");
+            if (options_.anonymous_principal) principal = options_.anonymous_principal();
         } else {
             if (auth.size() < 7 || !iequals(auth.substr(0, 7), "bearer "))
                 co_return unauthorized("the Authorization header must be 'Bearer <token>'");
@@ -416,11 +416,22 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         if (options_.runs) return std::nullopt;
         return problem(http::status::service_unavailable, "unavailable", "no agent runtime is configured", {}, version);
     };
+    // Deny by default: an operator sees every run, anyone else the runs they own, and a run owned by
+    // nobody (internal, or indexed before runs had owners) is an operator's alone.
+    bool const is_operator = !principal.empty() && options_.is_operator && options_.is_operator(principal);
+    auto const sees = [&](core::run_summary const& s) {
+        return is_operator || (!s.principal.empty() && s.principal == principal);
+    };
+    auto const forbidden = [&](std::string_view detail) {
+        return problem(http::status::forbidden, "forbidden", detail, {}, version);
+    };
+    // Every per-run route finds its run here. A run the caller may not see is answered exactly as one
+    // that does not exist, so its id reveals nothing.
     auto run_head = [&](std::string const& id) -> asio::awaitable<core::result<core::run_summary>> {
         if (auto bad = core::check_run_id(id); !bad) co_return core::make_error("unknown_run", "no run " + id);
         auto head = co_await options_.journal->async_head(id);
         if (!head) co_return head.error();
-        if (!*head) co_return core::make_error("unknown_run", "no run " + id);
+        if (!*head || !sees(**head)) co_return core::make_error("unknown_run", "no run " + id);
         co_return std::move(**head);
     };
 
@@ -429,8 +440,17 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         co_return json_ok(http::status::ok, openapi(), version);
 
     case route_id::list_runs: {
-        if (auto k = known_params({"status", "agent", "since", "cursor", "limit"})) co_return unknown_param(*k);
+        if (auto k = known_params({"status", "agent", "since", "cursor", "limit", "principal"})) co_return unknown_param(*k);
         core::run_filter f;
+        if (auto p = q.get("principal")) {
+            if (!is_operator) co_return forbidden("only operators may list the runs of a principal (?principal=)");
+            if (p->empty())
+                co_return problem(http::status::bad_request, "invalid_field", "principal must name a principal",
+                                  {{"principal", "empty"}}, version);
+            f.principal = *p;
+        } else if (!is_operator) {
+            f.principal = principal;  // "" (a tokenless request served as nobody) matches no run
+        }
         if (auto s = q.get("status")) {
             if (std::find(std::begin(core::run_statuses), std::end(core::run_statuses), *s) == std::end(core::run_statuses))
                 co_return problem(http::status::bad_request, "invalid_field", "status '" + *s + "' is not a run status",
@@ -525,6 +545,14 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
             co_return res;
         }
         auto id = started->run_id;
+        if (!started->fresh) {
+            // An idempotency key names the caller's earlier run; should it name a run the caller may
+            // not see (claimed before keys were kept per principal), its contents stay hidden.
+            auto earlier = co_await run_head(id);
+            if (!earlier)
+                co_return problem(http::status::conflict, "conflict", "this idempotency_key was used for another run",
+                                  {{"idempotency_key", "already used"}}, version);
+        }
         bool waited = false;
         if (wait && wait->count() > 0) {
             auto up_to = std::chrono::duration_cast<std::chrono::milliseconds>(*wait);
@@ -660,6 +688,9 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
     case route_id::decide_approval: {
         if (auto k = known_params({})) co_return unknown_param(*k);
         if (auto bad = need_runtime()) co_return std::move(*bad);
+        // The approval gate is a second pair of eyes: the principal that started a run must not
+        // wave its own calls through, so only an operator decides.
+        if (!is_operator) co_return forbidden("only operators may decide approvals");
         auto body = body_object();
         if (!body) co_return body_problem(body.error());
         field_errors errors;

@@ -82,6 +82,12 @@ struct rest_api_options {
     // (empty lists admit any Host / refuse any Origin-bearing request; see mcp_endpoint_options).
     std::function<std::optional<std::string>(std::string_view token)> authenticate;
     bool allow_anonymous = false;
+    // The principal a request without a token is served as (principals[].anonymous), so the runs it
+    // starts are its own; null or "": such a request owns no run and sees none.
+    std::function<std::string()> anonymous_principal;
+    // Whether a principal is an operator (principals[].operator): it sees and acts on every run and
+    // decides approvals. Null: nobody is. Everyone else sees only the runs they own.
+    std::function<bool(std::string_view principal)> is_operator;
     std::vector<std::string> allowed_hosts;
     std::vector<std::string> allowed_origins;
 

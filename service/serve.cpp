@@ -285,10 +285,25 @@ class token_table {
 public:
     void replace(config const& c) {
         std::vector<std::pair<core::sha256_digest, std::string>> tokens;
-        for (auto const& p : c.principals)
+        std::set<std::string, std::less<>> operators;
+        std::string anonymous;
+        for (auto const& p : c.principals) {
             if (!p.token.empty()) tokens.emplace_back(core::sha256(p.token), p.name);
+            if (p.is_operator) operators.insert(p.name);
+            if (p.anonymous) anonymous = p.name;
+        }
         std::lock_guard lock(mutex_);
         tokens_ = std::move(tokens);
+        operators_ = std::move(operators);
+        anonymous_ = std::move(anonymous);
+    }
+    bool is_operator(std::string_view name) const {
+        std::lock_guard lock(mutex_);
+        return operators_.contains(name);
+    }
+    std::string anonymous() const {
+        std::lock_guard lock(mutex_);
+        return anonymous_;
     }
     std::optional<std::string> find(std::string_view presented) const {
         auto d = core::sha256(presented);
@@ -302,6 +317,8 @@ public:
 private:
     mutable std::mutex mutex_;
     std::vector<std::pair<core::sha256_digest, std::string>> tokens_;
+    std::set<std::string, std::less<>> operators_;  // principals[].operator, by name
+    std::string anonymous_;                         // the anonymous principal's name, if any
 };
 
 bool has_anonymous(config const& c) {
@@ -719,6 +736,8 @@ int run_serve(std::vector<std::string> const& args) {
     ro.journal = sc->journal;
     ro.authenticate = eo.authenticate;
     ro.allow_anonymous = eo.allow_anonymous;
+    ro.anonymous_principal = [tokens = sv->tokens] { return tokens->anonymous(); };
+    ro.is_operator = [tokens = sv->tokens](std::string_view name) { return tokens->is_operator(name); };
     ro.allowed_hosts = c->server.allowed_hosts;
     ro.allowed_origins = c->server.allowed_origins;
     // The gateway in force, after any reload (a replaced one stays alive: the backend keeps it).

@@ -26,7 +26,29 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr char const* token = "rest-test-token-0123456789";
+constexpr char const* token = "rest-test-token-0123456789";  // alice's
+constexpr char const* bob_token = "rest-test-token-bob-0123456789";
+constexpr char const* carol_token = "rest-test-token-carol-0123456789";  // carol is an operator
+
+// An agent runtime that does what it is asked and remembers the decisions it was given.
+struct recording_runtime final : run_control {
+    std::vector<std::string> decisions;  // "run effect approve|reject reviewer"
+    std::vector<agent_info> agents() const override { return {}; }
+    asio::awaitable<core::result<run_started>> async_start(run_start_request) override {
+        co_return core::make_error("unknown_agent", "no agents here");
+    }
+    asio::awaitable<core::result<void>> async_cancel(std::string) override { co_return core::result<void>{}; }
+    asio::awaitable<core::result<json::object>> async_replay(std::string run_id) override {
+        json::object o;
+        o["run_id"] = run_id;
+        co_return o;
+    }
+    asio::awaitable<core::result<void>> async_decide(std::string run_id, std::string effect_key, bool approve,
+                                                     std::string, std::string reviewer) override {
+        decisions.push_back(run_id + " " + effect_key + " " + (approve ? "approve" : "reject") + " " + reviewer);
+        co_return core::result<void>{};
+    }
+};
 
 struct rest_fixture {
     temp_dir dir{"airlock-rest"};
@@ -36,7 +58,9 @@ struct rest_fixture {
     std::unique_ptr<http_server> server;
     std::vector<std::thread> threads;
 
-    explicit rest_fixture(bool anonymous = false) {
+    std::shared_ptr<recording_runtime> runtime;
+
+    explicit rest_fixture(bool anonymous = false, bool with_runtime = false) {
         store::lmdb_options lo;
         lo.directory = dir.path() / "journal";
         auto s = store::lmdb_store::open(lo);
@@ -46,9 +70,13 @@ struct rest_fixture {
         o.journal = journal;
         o.authenticate = [](std::string_view t) -> std::optional<std::string> {
             if (t == token) return std::string("alice");
+            if (t == bob_token) return std::string("bob");
+            if (t == carol_token) return std::string("carol");
             return std::nullopt;
         };
+        o.is_operator = [](std::string_view who) { return who == "carol"; };
         o.allow_anonymous = anonymous;
+        if (with_runtime) o.runs = runtime = std::make_shared<recording_runtime>();
         o.allowed_origins = {"http://127.0.0.1:9"};
         o.tools = [](std::string principal) -> asio::awaitable<std::vector<json::object>> {
             json::object t;
@@ -79,8 +107,12 @@ struct rest_fixture {
 
     raw_response request(std::string const& method, std::string const& target, std::string const& body = {},
                          std::string const& extra_headers = {}, bool with_token = true) {
+        return request_with(with_token ? token : "", method, target, body, extra_headers);
+    }
+    raw_response request_with(std::string const& bearer, std::string const& method, std::string const& target,
+                              std::string const& body = {}, std::string const& extra_headers = {}) {
         std::string r = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-        if (with_token) r += std::string("Authorization: Bearer ") + token + "\r\n";
+        if (!bearer.empty()) r += "Authorization: Bearer " + bearer + "\r\n";
         r += extra_headers;
         if (!body.empty() || method == "POST")
             r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
@@ -89,14 +121,17 @@ struct rest_fixture {
     }
 
     // A run as the agent runtime writes one: admitted, a model effect, a tool effect, an approval, sealed.
-    std::string write_run(std::string const& agent, std::string const& answer, bool seal = true) {
+    // `owner` as the runtime journals it (body.principal); "" journals none, as `airlock run` does.
+    std::string write_run(std::string const& agent, std::string const& answer, bool seal = true,
+                          std::string const& owner = "alice") {
         static int n = 0;
         std::string id = "01TESTRUN" + std::to_string(++n) + agent;
         auto records = std::vector<core::new_record>{};
         json::object admitted;
         admitted["agent"] = json::object{{"name", agent}, {"version", "1.0.0"}, {"digest", "ab"}};
         admitted["input"] = "what is the balance?";
-        admitted["principal"] = "alice";
+        admitted["mode"] = "agent";
+        if (!owner.empty()) admitted["principal"] = owner;
         admitted["admitted_at"] = "2026-11-30T10:0" + std::to_string(n % 10) + ":00Z";
         records.push_back({core::record_kind::run_admitted, admitted});
         records.push_back({core::record_kind::effect_started,
@@ -111,6 +146,23 @@ struct rest_fixture {
         auto r = run_awaitable(journal->async_append(id, records));
         REQUIRE(r.has_value());
         if (seal) REQUIRE(run_awaitable(journal->async_seal(id, "succeeded", "answered")).has_value());
+        return id;
+    }
+
+    // A gateway session's run, as the gateway admits one: the principal in its input.
+    std::string write_gateway_run(std::string const& principal) {
+        static int n = 0;
+        std::string id = "01TESTGATEWAY" + std::to_string(++n);
+        json::object admitted;
+        admitted["agent"] = json::object{{"name", "desk"}, {"version", "1.0.0"}, {"digest", "cd"}};
+        admitted["input"] = json::object{{"principal", principal}, {"session", ""}, {"era", "2025"}};
+        admitted["admitted_at"] = "2026-11-30T11:00:00Z";
+        std::vector<core::new_record> records;
+        records.push_back({core::record_kind::run_admitted, admitted});
+        records.push_back({core::record_kind::effect_started,
+                           json::object{{"effect_key", id + "/1"}, {"target", "tool"},
+                                        {"arguments", json::object{{"secret", "of " + principal}}}}});
+        REQUIRE(run_awaitable(journal->async_append(id, records)).has_value());
         return id;
     }
 };
@@ -293,6 +345,145 @@ TEST_CASE("REST: GET /v1/tools lists the caller's tools, and anonymous access wo
     rest_fixture open(true);
     auto anon = open.request("GET", "/v1/tools", {}, {}, false);
     CHECK(anon.status == 200);
+}
+
+namespace {
+
+std::set<std::string> listed_ids(raw_response const& r) {
+    std::set<std::string> out;
+    auto const page = body_of(r);
+    for (auto const& run : page.at("runs").as_array()) out.insert(std::string(run.at("run_id").as_string()));
+    return out;
+}
+
+std::string replaced(std::string text, std::string const& from, std::string const& to) {
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+        text.replace(at, from.size(), to);
+    return text;
+}
+
+// Every route about one run, with a body where it takes one.
+struct per_run_route {
+    char const* method;
+    char const* suffix;
+    char const* body;
+};
+constexpr per_run_route per_run_routes[] = {
+    {"GET", "", ""},          {"GET", "/journal", ""},      {"GET", "/verify", ""},
+    {"GET", "/approvals", ""}, {"POST", "/cancel", ""},      {"POST", "/replay", ""},
+};
+
+}  // namespace
+
+TEST_CASE("REST: a principal lists only the runs it owns, its gateway sessions included", "[rest]") {
+    rest_fixture f;
+    auto alices = f.write_run("teller", "42");
+    auto alices_session = f.write_gateway_run("alice");
+    auto bobs = f.write_run("teller", "43", true, "bob");
+    auto bobs_session = f.write_gateway_run("bob");
+    f.write_run("teller", "44", true, "");  // owned by nobody
+
+    CHECK(listed_ids(f.request("GET", "/v1/runs")) == std::set<std::string>{alices, alices_session});
+    CHECK(listed_ids(f.request_with(bob_token, "GET", "/v1/runs")) == std::set<std::string>{bobs, bobs_session});
+    CHECK(listed_ids(f.request("GET", "/v1/runs?agent=desk")) == std::set<std::string>{alices_session});
+    auto page = body_of(f.request("GET", "/v1/runs"));
+    CHECK(page.at("runs").as_array()[0].at("principal") == "alice");
+}
+
+TEST_CASE("REST: another principal's run answers every route exactly as a run that does not exist", "[rest]") {
+    rest_fixture f(false, true);
+    auto bobs = f.write_run("teller", "43", false, "bob");
+    auto bobs_session = f.write_gateway_run("bob");
+    for (auto const& hidden : {bobs, bobs_session}) {
+        // An id of the same length that no run has.
+        auto unknown = std::string(hidden.size(), 'Z');
+        for (auto const& r : per_run_routes) {
+            INFO(r.method << " " << hidden << r.suffix);
+            auto seen = f.request(r.method, "/v1/runs/" + hidden + r.suffix, r.body);
+            auto none = f.request(r.method, "/v1/runs/" + unknown + r.suffix, r.body);
+            CHECK(seen.status == 404);
+            CHECK(none.status == 404);
+            CHECK(seen.body == replaced(none.body, unknown, hidden));
+            CHECK(seen.body.find("bob") == std::string::npos);
+            CHECK(has_header(seen, "content-type: application/problem+json"));
+        }
+        // Its owner is served on every one of them.
+        for (auto const& r : per_run_routes) {
+            INFO(r.method << " " << hidden << r.suffix << " as bob");
+            CHECK(f.request_with(bob_token, r.method, "/v1/runs/" + hidden + r.suffix, r.body).status < 300);
+        }
+    }
+    CHECK(f.runtime->decisions.empty());
+}
+
+TEST_CASE("REST: an operator lists every run, its own and nobody's included, and filters them by principal",
+          "[rest]") {
+    rest_fixture f;
+    auto alices = f.write_run("teller", "42");
+    auto bobs = f.write_run("teller", "43", true, "bob");
+    auto bobs_session = f.write_gateway_run("bob");
+    auto nobodys = f.write_run("teller", "44", true, "");
+
+    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs")) ==
+          std::set<std::string>{alices, bobs, bobs_session, nobodys});
+    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?principal=bob")) ==
+          std::set<std::string>{bobs, bobs_session});
+    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?principal=bob&agent=teller")) ==
+          std::set<std::string>{bobs});
+    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?principal=dave")).empty());
+    auto journal = f.request_with(carol_token, "GET", "/v1/runs/" + bobs_session + "/journal");
+    CHECK(journal.status == 200);
+    CHECK(journal.body.find("of bob") != std::string::npos);
+    CHECK(f.request_with(carol_token, "GET", "/v1/runs?principal=").status == 400);
+}
+
+TEST_CASE("REST: a principal that is not an operator may not list by principal: 403 with a problem", "[rest]") {
+    rest_fixture f;
+    f.write_run("teller", "43", true, "bob");
+    for (auto const& who : {"alice", "bob"}) {
+        INFO(who);
+        auto res = f.request("GET", std::string("/v1/runs?principal=") + who);
+        CHECK(res.status == 403);
+        CHECK(has_header(res, "content-type: application/problem+json"));
+        auto problem = body_of(res);
+        CHECK(problem.at("title") == "forbidden");
+        CHECK_THAT(std::string(problem.at("detail").as_string()), Catch::Contains("only operators"));
+        CHECK(res.body.find("01TESTRUN") == std::string::npos);
+    }
+}
+
+TEST_CASE("REST: a run owned by nobody (internal, or indexed before runs had owners) is an operator's alone",
+          "[rest]") {
+    rest_fixture f(false, true);
+    auto nobodys = f.write_run("teller", "44", true, "");
+    CHECK(f.request("GET", "/v1/runs/" + nobodys).status == 404);
+    CHECK(f.request("GET", "/v1/runs").body.find(nobodys) == std::string::npos);
+    CHECK(f.request_with(carol_token, "GET", "/v1/runs/" + nobodys).status == 200);
+    CHECK(f.request_with(carol_token, "GET", "/v1/runs/" + nobodys + "/verify").status == 200);
+    // A tokenless request served as nobody sees nothing either.
+    rest_fixture open(true);
+    open.write_run("teller", "45", true, "");
+    CHECK(listed_ids(open.request("GET", "/v1/runs", {}, {}, false)).empty());
+}
+
+TEST_CASE("REST: only an operator decides an approval, not even the run's owner, and the operator is the reviewer",
+          "[rest]") {
+    rest_fixture f(false, true);
+    auto alices = f.write_run("teller", "42", false);
+    auto target = "/v1/runs/" + alices + "/approvals/" + alices + "%2F000002%2Ftool";
+    auto own = f.request("POST", target, R"({"decision":"approve"})");
+    CHECK(own.status == 403);
+    CHECK(has_header(own, "content-type: application/problem+json"));
+    CHECK_THAT(std::string(body_of(own).at("detail").as_string()), Catch::Contains("only operators may decide"));
+    // The same for a run that does not exist: the refusal says nothing about the run.
+    auto unknown = f.request("POST", "/v1/runs/01NOSUCHRUN/approvals/x", R"({"decision":"approve"})");
+    CHECK(unknown.status == 403);
+    CHECK(unknown.body == own.body);
+    CHECK(f.runtime->decisions.empty());
+
+    auto decided = f.request_with(carol_token, "POST", target, R"({"decision":"approve","reason":"fine"})");
+    CHECK(decided.status == 200);
+    CHECK(f.runtime->decisions == std::vector<std::string>{alices + " " + alices + "/000002/tool approve carol"});
 }
 
 TEST_CASE("REST: the OpenAPI document describes exactly the routes the API serves", "[rest]") {

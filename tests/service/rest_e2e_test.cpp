@@ -4,6 +4,7 @@
 #include "tests/support/child_process.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/peers.hpp"
+#include "tests/support/teller_example.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <boost/json/parse.hpp>
@@ -13,6 +14,7 @@
 #include <csignal>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 using namespace airlock::testing;
@@ -22,7 +24,9 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr char const* token = "e2e-rest-token-0123456789abcdef";
+constexpr char const* token = "e2e-rest-token-0123456789abcdef";  // alice's
+constexpr char const* bob_token = "e2e-rest-token-bob-0123456789abcdef";
+constexpr char const* carol_token = "e2e-rest-token-carol-0123456789abcdef";  // carol is an operator
 
 std::string source(std::string const& rel) { return std::string(AIRLOCK_SOURCE_DIR) + "/" + rel; }
 
@@ -31,7 +35,8 @@ struct served_teller {
     std::unique_ptr<child_process> airlock;
     std::uint16_t port = 0;
 
-    explicit served_teller(std::string const& script = source("examples/teller.script.yaml")) {
+    explicit served_teller(std::string const& script = source("examples/teller.script.yaml"),
+                           std::string const& manifest = source("examples/teller.yaml")) {
         auto node = peers::node();
         auto file = dir.path() / "airlock.yaml";
         std::ofstream(file) << "journal: { dir: journal }\n"
@@ -40,11 +45,15 @@ struct served_teller {
                             << "egress:\n  - process: " << node << "\n  - local\n"
                             << "principals:\n  - { name: alice, token_env: E2E_REST_TOKEN, manifest: "
                             << source("examples/desk.yaml") << " }\n"
-                            << "agents:\n  - { manifest: " << source("examples/teller.yaml") << ", script: " << script
-                            << " }\n";
+                            << "  - { name: bob, token_env: E2E_BOB_TOKEN, manifest: " << source("examples/desk.yaml")
+                            << " }\n"
+                            << "  - { name: carol, token_env: E2E_CAROL_TOKEN, operator: true, manifest: "
+                            << source("examples/desk.yaml") << " }\n"
+                            << "agents:\n  - { manifest: " << manifest << ", script: " << script << " }\n";
         airlock = std::make_unique<child_process>(
             std::vector<std::string>{AIRLOCK_BINARY, "serve", "--config", file.string(), "--listen", "127.0.0.1:0"},
-            std::vector<std::string>{std::string("E2E_REST_TOKEN=") + token});
+            std::vector<std::string>{std::string("E2E_REST_TOKEN=") + token, std::string("E2E_BOB_TOKEN=") + bob_token,
+                                     std::string("E2E_CAROL_TOKEN=") + carol_token});
         auto line = airlock->wait_for_stderr_line("listening on http://", 30s);
         INFO(airlock->stderr_text());
         REQUIRE(line.has_value());
@@ -65,8 +74,12 @@ struct served_teller {
     int exit_code = -1;
 
     raw_response call(std::string const& method, std::string const& target, std::string const& body = {}) {
+        return call_as(token, method, target, body);
+    }
+    raw_response call_as(std::string const& bearer, std::string const& method, std::string const& target,
+                         std::string const& body = {}) {
         std::string r = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-                        "\r\nConnection: close\r\nAuthorization: Bearer " + token + "\r\n";
+                        "\r\nConnection: close\r\nAuthorization: Bearer " + bearer + "\r\n";
         if (method == "POST") r += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
         r += "\r\n" + body;
         return raw_http(port, r, 60s);
@@ -179,4 +192,74 @@ TEST_CASE("airlock runs lists the journal's runs with filters, and refuses bad o
     child_process none({AIRLOCK_BINARY, "runs", "--journal", (keep.path() / "nothing").string()});
     CHECK(none.wait(20s) == 1);
     CHECK_FALSE(std::filesystem::exists(keep.path() / "nothing"));
+}
+
+namespace {
+
+std::set<std::string> listed_ids(raw_response const& r) {
+    std::set<std::string> out;
+    auto const page = parsed(r);
+    for (auto const& run : page.at("runs").as_array()) out.insert(std::string(run.at("run_id").as_string()));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("REST end to end: each principal sees its own runs only, an operator sees them all, and idempotency "
+          "keys are each principal's own",
+          "[rest][e2e]") {
+    served_teller s;
+    auto alices = parsed(s.call("POST", "/v1/runs?wait=30", R"({"agent":"teller","input":"AC-1?","idempotency_key":"k-1"})"));
+    auto alice_id = std::string(alices.at("run_id").as_string());
+    CHECK(alices.at("principal") == "alice");
+    // bob's k-1 is not alice's: a run of his own, not a view of hers.
+    auto bobs = parsed(s.call_as(bob_token, "POST", "/v1/runs?wait=30",
+                                 R"({"agent":"teller","input":"AC-2?","idempotency_key":"k-1"})"));
+    auto bob_id = std::string(bobs.at("run_id").as_string());
+    CHECK(bob_id != alice_id);
+    CHECK(bobs.at("fresh") == true);
+    CHECK(bobs.at("input") == "AC-2?");
+
+    CHECK(listed_ids(s.call("GET", "/v1/runs")) == std::set<std::string>{alice_id});
+    CHECK(listed_ids(s.call_as(bob_token, "GET", "/v1/runs")) == std::set<std::string>{bob_id});
+    for (auto const* suffix : {"", "/journal", "/verify", "/approvals"}) {
+        INFO(suffix);
+        auto hidden = s.call("GET", "/v1/runs/" + bob_id + suffix);
+        CHECK(hidden.status == 404);
+        CHECK(hidden.body.find("AC-2") == std::string::npos);
+    }
+    CHECK(s.call("POST", "/v1/runs/" + bob_id + "/replay").status == 404);
+    CHECK(s.call("POST", "/v1/runs/" + bob_id + "/cancel").status == 404);
+
+    CHECK(listed_ids(s.call_as(carol_token, "GET", "/v1/runs")) == std::set<std::string>{alice_id, bob_id});
+    CHECK(listed_ids(s.call_as(carol_token, "GET", "/v1/runs?principal=bob")) == std::set<std::string>{bob_id});
+    CHECK(s.call_as(carol_token, "GET", "/v1/runs/" + bob_id + "/journal").status == 200);
+    CHECK(s.call("GET", "/v1/runs?principal=bob").status == 403);
+}
+
+TEST_CASE("REST end to end: a run's own principal cannot approve its call, an operator can",
+          "[rest][e2e]") {
+    temp_dir edits{"airlock-rest-e2e-manifest"};
+    auto reviewed = teller::edited_manifest(edits.path(), "teller-reviewed.yaml",
+                                            "      description: Read a ledger account's balance.\n",
+                                            "      requires_approval: true\n"
+                                            "      description: Read a ledger account's balance.\n");
+    served_teller s(source("examples/teller.script.yaml"), reviewed.string());
+    auto waiting = parsed(s.call("POST", "/v1/runs?wait=30", R"({"agent":"teller","input":"AC-1?"})"));
+    REQUIRE(waiting.at("status") == "awaiting_approval");
+    auto id = std::string(waiting.at("run_id").as_string());
+    auto target = "/v1/runs/" + id + "/approvals/" + id + "%2F000002%2Ftool";
+
+    auto own = s.call("POST", target, R"({"decision":"approve"})");
+    CHECK(own.status == 403);
+    CHECK(own.body.find("only operators may decide approvals") != std::string::npos);
+    CHECK(parsed(s.call("GET", "/v1/runs/" + id)).at("status") == "awaiting_approval");
+
+    auto decided = s.call_as(carol_token, "POST", target, R"({"decision":"approve","reason":"read only"})");
+    INFO(decided.body);
+    REQUIRE(decided.status == 200);
+    auto approvals = parsed(s.call("GET", "/v1/runs/" + id + "/approvals"));
+    REQUIRE(approvals.at("approvals").as_array().size() == 1);
+    CHECK(approvals.at("approvals").as_array()[0].at("status") == "approved");
+    CHECK(approvals.at("approvals").as_array()[0].at("reviewer") == "carol");
 }
