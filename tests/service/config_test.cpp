@@ -757,16 +757,11 @@ principals:
 TEST_CASE("a principal marked operator: true is an operator and the summary says so, and others are not") {
     workspace w;
     w.standard_files();
-    auto c = load_config(w.config(std::string(one_upstream) + R"yaml(
-principals:
-  - name: alice
-    token_file: secrets/alice.token
-    manifest: grants/alice.yaml
-    operator: true
-  - name: bob
-    token_file: secrets/bob.token
-    manifest: grants/alice.yaml
-)yaml"),
+    auto c = load_config(w.config(std::string(one_upstream) +
+                                  "principals:\n"
+                                  "  - { name: alice, token_file: secrets/alice.token, manifest: grants/alice.yaml, "
+                                  "operator: true }\n"
+                                  "  - { name: bob, token_file: secrets/bob.token, manifest: grants/alice.yaml }\n"),
                          test_env());
     INFO((c ? std::string() : c.error().message));
     REQUIRE(c);

@@ -6,6 +6,7 @@
 #include "core/canonical_json.hpp"
 #include "store/lmdb_store.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/listed_runs.hpp"
 #include "tests/support/run_awaitable.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -350,10 +351,9 @@ TEST_CASE("REST: GET /v1/tools lists the caller's tools, and anonymous access wo
 namespace {
 
 std::set<std::string> listed_ids(raw_response const& r) {
-    std::set<std::string> out;
-    auto const page = body_of(r);
-    for (auto const& run : page.at("runs").as_array()) out.insert(std::string(run.at("run_id").as_string()));
-    return out;
+    INFO(r.head << r.body);
+    REQUIRE(r.status == 200);
+    return listed_run_ids(r.body);
 }
 
 std::string replaced(std::string text, std::string const& from, std::string const& to) {

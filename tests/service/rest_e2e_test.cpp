@@ -3,6 +3,7 @@
 // listed, read back, replayed and verified over HTTP.
 #include "tests/support/child_process.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/listed_runs.hpp"
 #include "tests/support/peers.hpp"
 #include "tests/support/teller_example.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -197,10 +198,9 @@ TEST_CASE("airlock runs lists the journal's runs with filters, and refuses bad o
 namespace {
 
 std::set<std::string> listed_ids(raw_response const& r) {
-    std::set<std::string> out;
-    auto const page = parsed(r);
-    for (auto const& run : page.at("runs").as_array()) out.insert(std::string(run.at("run_id").as_string()));
-    return out;
+    INFO(r.head << r.body);
+    REQUIRE(r.status == 200);
+    return listed_run_ids(r.body);
 }
 
 }  // namespace

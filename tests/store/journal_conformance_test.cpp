@@ -699,28 +699,32 @@ new_record admitted_by(std::string const& who, std::string const& shape) {
     return rec;
 }
 
+// run-1 started by alice over REST, run-2 and run-3 gateway sessions of bob and alice, run-4 an
+// agent run whose input names bob, run-5 a run started by nobody.
+void admit_owned_runs(journal_store& s) {
+    REQUIRE(append(s, "run-1", {admitted_by("alice", "rest")}).has_value());
+    REQUIRE(append(s, "run-2", {admitted_by("bob", "gateway")}).has_value());
+    REQUIRE(append(s, "run-3", {admitted_by("alice", "gateway")}).has_value());
+    REQUIRE(append(s, "run-4", {admitted_by("bob", "agent input")}).has_value());
+    admit(s, "run-5");
+}
+
 TEMPLATE_TEST_CASE("a run is owned by the principal that started it, or by the gateway session's principal",
                    "[journal_store]", AIRLOCK_JOURNAL_STORE_FIXTURES) {
     TestType f;
-    REQUIRE(append(*f.store, "run-1", {admitted_by("alice", "rest")}).has_value());
-    REQUIRE(append(*f.store, "run-2", {admitted_by("bob", "gateway")}).has_value());
-    REQUIRE(append(*f.store, "run-3", {admitted_by("bob", "agent input")}).has_value());
-    admit(*f.store, "run-4");
+    admit_owned_runs(*f.store);
     REQUIRE(run_awaitable(f.store->async_seal("run-1", "succeeded", "done")).has_value());
     CHECK(head(*f.store, "run-1")->principal == "alice");  // still after more records
     CHECK(head(*f.store, "run-2")->principal == "bob");
-    CHECK(head(*f.store, "run-3")->principal.empty());
     CHECK(head(*f.store, "run-4")->principal.empty());
+    CHECK(head(*f.store, "run-5")->principal.empty());
     CHECK(runs(*f.store, {}).runs.front().principal == "alice");
 }
 
 TEMPLATE_TEST_CASE("runs filter by owner, and an empty owner matches no run, not the runs owned by nobody",
                    "[journal_store]", AIRLOCK_JOURNAL_STORE_FIXTURES) {
     TestType f;
-    REQUIRE(append(*f.store, "run-1", {admitted_by("alice", "rest")}).has_value());
-    REQUIRE(append(*f.store, "run-2", {admitted_by("bob", "gateway")}).has_value());
-    REQUIRE(append(*f.store, "run-3", {admitted_by("alice", "gateway")}).has_value());
-    admit(*f.store, "run-4");
+    admit_owned_runs(*f.store);
     auto owned_by = [&](std::string who) {
         run_filter filter;
         filter.principal = std::move(who);

@@ -53,6 +53,24 @@ std::unique_ptr<store::lmdb_store> open_store(std::filesystem::path const& dir,
     return std::move(*s);
 }
 
+// Tampers with the closed journal in `dir` behind the store's back: `edit` rewrites the file's bytes
+// and returns how many places it changed (at least one must be), then the journal is opened again.
+template <class Edit>
+std::unique_ptr<store::lmdb_store> reopened_after(std::filesystem::path const& dir, Edit edit) {
+    auto file = dir / "data.mdb";
+    std::string bytes;
+    {
+        std::ifstream in(file, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    REQUIRE(edit(bytes) > 0);
+    {
+        std::ofstream out(file, std::ios::binary | std::ios::trunc);
+        out << bytes;
+    }
+    return open_store(dir);
+}
+
 // One run of a burst: run_admitted, then five notes, each its own append; counts those that succeed.
 asio::awaitable<void> append_six(store::lmdb_store& s, std::string id, std::atomic<int>& ok) {
     std::vector<core::new_record> first{admitted()};
@@ -281,27 +299,18 @@ TEST_CASE("a run index entry written before runs had owners reads as owned by no
     // The index entry follows admitted_at with the principal; an earlier version wrote no principal.
     // Renaming the key in place (same length) turns the entry of old-run into one of that version's,
     // an unknown key included: every copy, as LMDB may keep stale pages.
-    auto file = dir.path() / "data.mdb";
-    std::string bytes;
-    {
-        std::ifstream in(file, std::ios::binary);
-        bytes.assign(std::istreambuf_iterator<char>(in), {});
-    }
-    std::string const entry = R"("run_id":"old-run",)";
-    std::string const key = R"(Z","principal":"alice")";
-    int renamed = 0;
-    for (auto at = bytes.find(entry); at != std::string::npos; at = bytes.find(entry, at + 1)) {
-        auto k = bytes.find(key, at);
-        if (k == std::string::npos || k - at > 200) continue;
-        bytes.replace(k, key.size(), R"(Z","principaX":"alice")");
-        ++renamed;
-    }
-    REQUIRE(renamed > 0);
-    {
-        std::ofstream out(file, std::ios::binary | std::ios::trunc);
-        out << bytes;
-    }
-    auto s = open_store(dir.path());
+    auto s = reopened_after(dir.path(), [](std::string& bytes) {
+        std::string const entry = R"("run_id":"old-run",)";
+        std::string const key = R"(Z","principal":"alice")";
+        int renamed = 0;
+        for (auto at = bytes.find(entry); at != std::string::npos; at = bytes.find(entry, at + 1)) {
+            auto k = bytes.find(key, at);
+            if (k == std::string::npos || k - at > 200) continue;
+            bytes.replace(k, key.size(), R"(Z","principaX":"alice")");
+            ++renamed;
+        }
+        return renamed;
+    });
     auto old_head = s->head("old-run");
     REQUIRE(old_head.has_value());
     REQUIRE(old_head->has_value());
@@ -323,25 +332,16 @@ TEST_CASE("a byte flipped in a stored record makes verify name that run and seq"
                     .has_value());
         REQUIRE(run_awaitable(s->async_append("bystander", {admitted(), note("fine")})).has_value());
     }
-    auto file = dir.path() / "data.mdb";
-    std::string bytes;
-    {
-        std::ifstream in(file, std::ios::binary);
-        bytes.assign(std::istreambuf_iterator<char>(in), {});
-    }
     // LMDB copies pages on write, so stale copies of the record may sit in free pages: flip every
     // copy so the live one is surely hit. The result is still valid JSON: only the hash can tell.
-    int flipped = 0;
-    for (auto at = bytes.find("MARKER-PAYLOAD"); at != std::string::npos; at = bytes.find("MARKER-PAYLOAD", at + 1)) {
-        bytes[at] = 'N';
-        ++flipped;
-    }
-    REQUIRE(flipped > 0);
-    {
-        std::ofstream out(file, std::ios::binary | std::ios::trunc);
-        out << bytes;
-    }
-    auto s = open_store(dir.path());
+    auto s = reopened_after(dir.path(), [](std::string& bytes) {
+        int flipped = 0;
+        for (auto at = bytes.find("MARKER-PAYLOAD"); at != std::string::npos; at = bytes.find("MARKER-PAYLOAD", at + 1)) {
+            bytes[at] = 'N';
+            ++flipped;
+        }
+        return flipped;
+    });
     auto v = s->verify("victim");
     REQUIRE(v.has_value());
     REQUIRE(v->has_value());
