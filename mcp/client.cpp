@@ -59,7 +59,7 @@ core::destination mcp_client::destination_of(core::tool_id const&) const { retur
 
 std::uint64_t mcp_client::connection() const {
     std::lock_guard lock(mutex_);
-    return connected_ ? handshakes_ : 0;
+    return connected_ && transport_->losses() == losses_at_handshake_ ? handshakes_ : 0;
 }
 
 std::string mcp_client::next_id() { return "airlock-" + std::to_string(++ids_); }
@@ -89,9 +89,13 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
     for (;;) {
         {
             std::lock_guard lock(mutex_);
+            // A server lost since the handshake (a stdio child that exited while idle) is another
+            // server: it gets its own handshake, and connection() changes.
+            if (connected_ && transport_->losses() != losses_at_handshake_) connected_ = false;
             if (connected_) co_return core::tool_result<void>{};
             if (!connecting_) {
                 connecting_ = true;
+                losses_at_handshake_ = transport_->losses();
                 break;
             }
         }
@@ -282,12 +286,7 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
     auto upstream = lookup();
     if (!upstream) {
         // The catalogue may be stale (or never read): read it once before refusing.
-        auto listed = co_await async_list_tools();
-        if (!listed) {
-            auto e = listed.error();
-            e.tool = uri;
-            co_return e;
-        }
+        if (auto listed = co_await async_relist_for(uri); !listed) co_return listed.error();
         upstream = lookup();
         if (!upstream) co_return tool_error{tool_error_kind::refused, uri, options_.server_name + " has no such tool"};
     }
@@ -326,6 +325,17 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
                     e.tool = uri;
                     co_return e;
                 }
+                // A new session may be a new server: the call goes again only to the same
+                // definition of the tool as the one it was made for.
+                auto before = spec;
+                if (auto listed = co_await async_relist_for(uri); !listed) co_return listed.error();
+                upstream = lookup();
+                bool same = upstream && spec && before && spec->name == before->name &&
+                            spec->description == before->description && spec->input_schema == before->input_schema;
+                if (!same)
+                    co_return tool_error{tool_error_kind::refused, uri,
+                                         options_.server_name + ": the server's session ended and its new session " +
+                                             "lists this tool differently; the call was not sent again"};
                 continue;
             }
             if (te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent) {
@@ -416,23 +426,32 @@ asio::awaitable<forward_result> mcp_client::async_forward(std::string method, bo
     co_return std::move(res->result);
 }
 
+asio::awaitable<core::tool_result<void>> mcp_client::async_relist_for(std::string const& uri) {
+    auto listed = co_await async_list_tools();
+    if (listed) co_return core::tool_result<void>{};
+    auto e = listed.error();
+    e.tool = uri;
+    co_return e;
+}
+
 asio::awaitable<core::tool_result<void>> mcp_client::async_ping(std::chrono::milliseconds deadline) {
-    if (auto c = co_await async_ensure_connected(); !c) co_return c.error();
-    request_options ro;
-    ro.deadline = deadline;
-    std::string method = "ping";
-    boost::json::object params;
-    auto reply = co_await async_send(std::move(method), std::move(params), std::move(ro));
-    if (!reply) {
+    // A server that forgot our session is alive: the ping goes again on a new session, once.
+    for (int attempt = 0;; ++attempt) {
+        if (auto c = co_await async_ensure_connected(); !c) co_return c.error();
+        request_options ro;
+        ro.deadline = deadline;
+        std::string method = "ping";
+        boost::json::object params;
+        auto reply = co_await async_send(std::move(method), std::move(params), std::move(ro));
+        if (reply) co_return core::tool_result<void>{};
         auto const& te = reply.error();
         if (te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent ||
             te.what == transport_error::kind::session_expired) {
             std::lock_guard lock(mutex_);
             connected_ = false;
         }
-        co_return to_tool_error(te, "");
+        if (te.what != transport_error::kind::session_expired || attempt > 0) co_return to_tool_error(te, "");
     }
-    co_return core::tool_result<void>{};
 }
 
 asio::awaitable<void> mcp_client::async_close() {

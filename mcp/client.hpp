@@ -117,6 +117,8 @@ public:
 
 private:
     boost::asio::awaitable<core::tool_result<void>> async_ensure_connected();
+    // Reads the tool catalogue again for a call of `uri`; a failure is reported as the call's.
+    boost::asio::awaitable<core::tool_result<void>> async_relist_for(std::string const& uri);
     boost::asio::awaitable<transport_result<message>> async_send(std::string method, boost::json::object params,
                                                                  request_options opts);
     core::tool_error to_tool_error(transport_error const& e, std::string const& tool) const;
@@ -128,6 +130,7 @@ private:
     bool connected_ = false;
     bool connecting_ = false;
     std::uint64_t handshakes_ = 0;
+    std::uint64_t losses_at_handshake_ = 0;  // transport_->losses() when the last handshake began
     era era_ = era::legacy;
     std::string version_;
     std::optional<boost::json::object> server_capabilities_;

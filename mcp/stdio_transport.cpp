@@ -263,6 +263,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     stdio_options opts;
     std::atomic<bool> abandoned{false};
     std::atomic<int> current_pid{-1};
+    std::atomic<std::uint64_t> children_lost{0};
 
     // strand only
     std::shared_ptr<stdio_child> current;
@@ -847,6 +848,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         if (current == c) {
             current = nullptr;
             current_pid = -1;
+            ++children_lost;
             if (!closing) {
                 schedule_restart(clock_type::now() - c->started);
                 spdlog::warn("upstream {}: the server {}; it restarts on the next call (not before {} ms)", name(), why,
@@ -1065,6 +1067,8 @@ void stdio_transport::set_server_request_handler(server_request_handler handler)
 core::destination stdio_transport::destination() const {
     return core::process_destination{state_->opts.argv.empty() ? std::string() : state_->opts.argv.front()};
 }
+
+std::uint64_t stdio_transport::losses() const { return state_->children_lost; }
 
 std::optional<int> stdio_transport::pid() const {
     int p = state_->current_pid;

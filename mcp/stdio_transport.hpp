@@ -54,6 +54,7 @@ public:
     void set_server_request_handler(server_request_handler handler) override;
 
     core::destination destination() const override;  // process{argv[0] as configured}
+    std::uint64_t losses() const override;             // children that exited or were given up
 
     // The running child's process id, if one is running (for tests and diagnostics).
     std::optional<int> pid() const;

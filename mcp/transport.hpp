@@ -10,6 +10,7 @@
 #include <boost/system/result.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -72,6 +73,11 @@ public:
     virtual boost::asio::awaitable<transport_result<void>> async_notify(notification n) = 0;
     // The spec's shutdown: stdio closes stdin, waits, SIGTERM, SIGKILL; legacy HTTP sends DELETE.
     virtual boost::asio::awaitable<void> async_close() = 0;
+
+    // Counts the server's losses: it changes whenever the server the next request would reach may
+    // not be the one the last handshake was made with (a stdio child that exited, even while idle).
+    // A client that sees it change handshakes again before sending anything else.
+    virtual std::uint64_t losses() const { return 0; }
 
     // Legacy HTTP: MCP-Protocol-Version to send once negotiated. Modern: the era of the headers.
     virtual void set_protocol_version(std::string version) = 0;

@@ -8,6 +8,7 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/detached.hpp>
@@ -467,14 +468,24 @@ asio::awaitable<std::vector<gateway::tools_of_upstream>> gateway::async_tools_by
     auto const* p = principal(principal_name);
     if (!p) co_return out;
     auto const label = label_of(*p);
+    // A name two upstreams expose (both `prefix: none`, or one unprefixed tool named like another
+    // server's prefixed one) cannot be called unambiguously: neither is listed. Every granted tool
+    // counts, listed or not, as it does when a call is resolved.
+    std::map<std::string, std::string> first_server;
+    std::set<std::string> ambiguous;
     for (auto const& up : options_.upstreams) {
         auto entries = co_await async_catalogue(up);
         tools_of_upstream group{up.name, {}};
         for (auto const& e : *entries) {
-            if (!e.withheld.empty()) continue;
             auto const* grant = p->grants.grant_for(e.id);
+            if (!grant) continue;
+            auto [it, fresh] = first_server.try_emplace(e.exposed_name, up.name);
+            if (!fresh && it->second != up.name) {
+                ambiguous.insert(e.exposed_name);
+                report_ambiguous(e.exposed_name, it->second, up.name);
+            }
             // A tool the gates refuse whatever its arguments is not offered: a call could only be refused.
-            if (!grant || !core::refused_whatever_the_arguments(*grant, label)) continue;
+            if (!e.withheld.empty() || !core::refused_whatever_the_arguments(*grant, label)) continue;
             auto t = json::value_from(e.spec).as_object();
             t["name"] = e.exposed_name;
             if (!grant->description.empty()) t["description"] = grant->description;
@@ -482,19 +493,6 @@ asio::awaitable<std::vector<gateway::tools_of_upstream>> gateway::async_tools_by
         }
         out.push_back(std::move(group));
     }
-    // A name two upstreams expose (both `prefix: none`, or one unprefixed tool named like another
-    // server's prefixed one) cannot be called unambiguously: neither is listed.
-    std::map<std::string_view, std::string const*> first_server;
-    std::set<std::string> ambiguous;
-    for (auto const& [server, tools] : out)
-        for (auto const& t : tools) {
-            auto const& name = t.at("name").get_string();
-            auto [it, fresh] = first_server.try_emplace(std::string_view(name), &server);
-            if (!fresh && *it->second != server) {
-                ambiguous.insert(std::string(name));
-                report_ambiguous(std::string(name), *it->second, server);
-            }
-        }
     if (!ambiguous.empty())
         for (auto& group : out)
             std::erase_if(group.second, [&](json::object const& t) {
@@ -617,12 +615,21 @@ asio::awaitable<core::result<std::string>> gateway::async_admitted_run(std::stri
     admitted_body["admitted_at"] = rfc3339(options_.clock());
     auto admit = core::one_record(core::record_kind::run_admitted, std::move(admitted_body));
     auto r = co_await options_.journal->async_append(run, std::move(admit));
-    std::lock_guard lock(mutex_);
-    if (!r) {
-        runs_.erase(key);
-        co_return r.error();
+    bool ended_meanwhile = false;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = runs_.find(key);
+        if (!r) {
+            if (it != runs_.end() && it->second.run == run) runs_.erase(it);
+            co_return r.error();
+        }
+        if (it != runs_.end() && it->second.run == run) it->second.admitted = true;
+        else ended_meanwhile = true;  // its session ended (or airlock began stopping) during admission
     }
-    runs_[key].admitted = true;
+    if (ended_meanwhile) {
+        close_run(run, "session ended");
+        co_return core::make_error("run_ended", "the session ended while its run was being admitted");
+    }
     co_return run;
 }
 
@@ -1183,6 +1190,7 @@ asio::awaitable<core::result<void>> gateway::async_note(mcp::request_context con
                                                         json::object body) {
     auto run = co_await async_run_for(ctx, p);
     if (!run) co_return run.error();
+    auto hold = hold_run(*run);
     body["principal"] = p.name;
     auto batch = core::one_record(core::record_kind::note, std::move(body));
     auto r = co_await options_.journal->async_append(*run, std::move(batch));
@@ -1384,7 +1392,18 @@ asio::awaitable<void> gateway::async_probe_upstreams() {
         }
         if (!ping) continue;
         auto alive = co_await up.client->async_ping(ping_deadline);
-        if (alive) continue;
+        {
+            // A busy server may miss one ping's deadline: only a second miss in a row counts, while
+            // a server that cannot be reached at all counts at once.
+            std::lock_guard lock(mutex_);
+            auto& c = catalogues_[up.name];
+            if (alive) {
+                c.missed_pings = 0;
+                continue;
+            }
+            if (alive.error().kind == core::tool_error_kind::timed_out && ++c.missed_pings < 2) continue;
+            c.missed_pings = 0;
+        }
         spdlog::warn("upstream {}: does not answer a ping ({}: {}); its tools are unavailable, retrying in {}s", up.name,
                      core::to_string(alive.error().kind), alive.error().detail, retry_backoff.count());
         std::lock_guard lock(mutex_);
@@ -1490,8 +1509,12 @@ void gateway::seal(std::string run, std::string reason) {
             --self->sealing_;
         }
     };
-    asio::co_spawn(options_.executor, async_seal_session_run(options_.journal, std::move(run), std::move(reason)),
-                   std::move(done));
+    // Posted: the caller holds mutex_, and the seal must not begin (or complete) under it.
+    auto exec = options_.executor;
+    asio::post(exec, [exec, journal = options_.journal, run = std::move(run), reason = std::move(reason),
+                      done = std::move(done)]() mutable {
+        asio::co_spawn(exec, async_seal_session_run(journal, std::move(run), std::move(reason)), std::move(done));
+    });
 }
 
 void gateway::close_all_runs() {
@@ -1517,7 +1540,8 @@ asio::awaitable<void> gateway::async_runs_closed(std::chrono::milliseconds limit
         co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     }
     std::lock_guard lock(mutex_);
-    spdlog::warn("stopping: {} runs still had calls in flight and are left unsealed", closing_.size());
+    spdlog::warn("stopping: {} runs still had calls in flight and {} seals were unfinished; those runs are left unsealed",
+                 closing_.size(), sealing_);
 }
 
 }  // namespace airlock::service

@@ -133,6 +133,7 @@ private:
         bool answered = false;  // a read has succeeded at least once
         std::uint64_t connection = 0;  // the upstream connection it was read on (mcp_client::connection)
         std::chrono::steady_clock::time_point next_ping{};  // readiness probes ping no sooner
+        int missed_pings = 0;                                // in a row, by deadline
     };
 
     // A downstream request being served by an upstream: where that upstream's questions and log

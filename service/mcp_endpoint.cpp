@@ -284,7 +284,10 @@ struct exchange {
     std::string key;               // the request id's text, within its session
     std::atomic<bool> gone{false};       // the client can no longer receive what this request emits
     std::atomic<bool> cancelled{false};  // the client cancelled it (notifications/cancelled or closed modern stream)
-    std::atomic<bool> cut_off{false};    // airlock ended it (stopping at once): the client is told so
+    // running → answered (the backend returned) or → cut_off (airlock ended it while running: the
+    // client is told so); whichever comes first holds, so a finished result is never replaced.
+    enum class stage { running, answered, cut_off };
+    std::atomic<stage> ended{stage::running};
     // Modern: a capability the request turned out to need that the client did not declare; the
     // request then ends with -32021 whatever the backend makes of the refusal. Guarded by impl::mutex.
     std::optional<std::string> missing_capability;
@@ -609,7 +612,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             stream = std::move(s->get_stream);
         }
         for (auto& ex : running) {
-            ex->cut_off = cut_off;
+            auto expected = exchange::stage::running;
+            if (cut_off) ex->ended.compare_exchange_strong(expected, exchange::stage::cut_off);
             cancel(ex);
         }
         for (auto& a : waiting) a->try_send(asio::error::operation_aborted, nullptr);
@@ -843,9 +847,12 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             id = in.reply_id;
             if (!in.pending_id.empty()) self->pending_inputs.erase(in.pending_id);
         }
-        if (ex->cut_off) result = mcp_rules::cut_off_by_stop();
+        auto expected = exchange::stage::running;
+        bool cut_off = !ex->ended.compare_exchange_strong(expected, exchange::stage::answered) &&
+                       expected == exchange::stage::cut_off;
+        if (cut_off) result = mcp_rules::cut_off_by_stop();
         outgoing o = final_message(e, ex->method, id, std::move(result));
-        o.suppress = ex->cancelled && !ex->cut_off;
+        o.suppress = ex->cancelled && !cut_off;
         if (auto s = ex->owner.lock()) {
             std::lock_guard lock(self->mutex);
             if (auto it = s->in_flight.find(ex->key); it != s->in_flight.end() && it->second.lock() == ex) s->in_flight.erase(it);

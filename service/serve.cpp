@@ -813,7 +813,21 @@ int run_serve(std::vector<std::string> const& args) {
     std::atomic<bool> cut_short{false};
     // Stopping: the loop ends once every upstream has been closed (a stdio child stopped in the
     // spec's order and reaped: none outlives airlock) and `settle` has passed.
-    auto finish = [&ioc, sv, endpoint, runs = sc->runs](std::chrono::milliseconds settle) {
+    // The wind-down is bounded: past this, the loop stops whatever is still closing (a stdio child
+    // takes at most its two 2 s graces and a SIGKILL; an HTTP upstream's DELETE may hang).
+    static constexpr auto wind_down_limit = std::chrono::seconds(15);
+    auto hard_stop = std::make_shared<asio::steady_timer>(ioc);
+    auto winding_down = std::make_shared<std::atomic<bool>>(false);
+    auto finish = [&ioc, sv, endpoint, runs = sc->runs, hard_stop, winding_down](std::chrono::milliseconds settle) {
+        if (winding_down->exchange(true)) {
+            // Asked again while winding down (a second signal): only the closing of upstreams is left,
+            // and it gets a short while more.
+            hard_stop->expires_after(std::chrono::seconds(2));
+            hard_stop->async_wait([&ioc](boost::system::error_code const& ec) {
+                if (!ec) ioc.stop();
+            });
+            return;
+        }
         // What is still in flight is cancelled (an effect started and not finished reads as in
         // doubt in the journal); sessions end and their runs are sealed.
         endpoint->shutdown();
@@ -824,6 +838,12 @@ int run_serve(std::vector<std::string> const& args) {
             ioc.stop();
         };
         asio::co_spawn(ioc, async_wind_down(sv, settle), std::move(stop_loop));
+        hard_stop->expires_after(settle + wind_down_limit);
+        hard_stop->async_wait([&ioc](boost::system::error_code const& ec) {
+            if (ec) return;
+            spdlog::warn("stopping: upstreams still closing after {} s; stopping without them", wind_down_limit.count());
+            ioc.stop();
+        });
     };
     on_drain = [&, grace = c->server.drain_grace](int sig) {
         life.begin_drain();
