@@ -50,6 +50,11 @@ std::string mcp_client::protocol_version() const {
     return version_;
 }
 
+std::optional<std::string> mcp_client::instructions() const {
+    std::lock_guard lock(mutex_);
+    return instructions_;
+}
+
 std::optional<boost::json::object> mcp_client::server_capabilities() const {
     std::lock_guard lock(mutex_);
     return server_capabilities_;
@@ -149,8 +154,10 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
                 version_ = step.version;
                 if (step.initialized) {
                     server_capabilities_ = step.initialized->capabilities;
+                    instructions_ = step.initialized->instructions;
                 } else if (step.discovered) {
                     server_capabilities_ = step.discovered->capabilities;
+                    instructions_ = step.discovered->instructions;
                 } else if (!server_capabilities_) {
                     // Modern without a DiscoverResult (chosen from an error's version list): the
                     // server said nothing about itself; an empty set promises nothing.

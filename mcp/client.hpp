@@ -113,6 +113,8 @@ public:
     // not be the one whose tools were listed.
     std::uint64_t connection() const;
     // The capabilities the server declared in its handshake; nullopt before the first connect.
+    // What the server said of how to use it (initialize or server/discover), as it said it.
+    std::optional<std::string> instructions() const;
     std::optional<boost::json::object> server_capabilities() const;
 
 private:
@@ -133,6 +135,7 @@ private:
     std::uint64_t losses_at_handshake_ = 0;  // transport_->losses() when the last handshake began
     era era_ = era::legacy;
     std::string version_;
+    std::optional<std::string> instructions_;
     std::optional<boost::json::object> server_capabilities_;
     std::map<std::string, std::string> upstream_names_;  // airlock tool name → upstream name
     // upstream name → definition as listed; shared, so a call holds its definition without copying

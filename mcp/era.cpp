@@ -411,7 +411,10 @@ void throw_exception_from_error(http_rejection const& e, boost::source_location 
 
 era classify_post(http_headers const& h, message const& body) {
     if (auto const* r = std::get_if<request>(&body); r && r->method == method::initialize) return era::legacy;
-    if (auto v = h.get(header::protocol_version)) return era_of(*v) == era::legacy ? era::legacy : era::modern;
+    // A version header neither era knows says nothing of the client's era: the body decides, and
+    // that era's checks then refuse the version by name.
+    if (auto v = h.get(header::protocol_version))
+        if (auto e = era_of(*v)) return *e;
     std::optional<json::object> const* params = nullptr;
     if (auto const* r = std::get_if<request>(&body)) params = &r->params;
     if (auto const* n = std::get_if<notification>(&body)) params = &n->params;

@@ -205,6 +205,7 @@ problem read_tool(reader const& r, tool& out) {
         if (!icons->is_array()) return r.wrong_kind("icons", "an array", *icons);
         out.icons = icons->get_array();
     }
+    if (auto p = r.opt_object("execution", out.execution)) return p;
     if (auto p = r.meta(out.meta)) return p;
     return std::nullopt;
 }
@@ -235,6 +236,12 @@ T value_or_throw(core::result<T> r) {
 
 bool may_mutate(tool const& t) noexcept {
     return !(t.annotations && t.annotations->read_only_hint.value_or(false));
+}
+
+bool requires_task(tool const& t) noexcept {
+    if (!t.execution) return false;
+    auto const* s = t.execution->if_contains("taskSupport");
+    return s && s->is_string() && s->get_string() == "required";
 }
 
 std::string_view to_string(cache_scope s) noexcept { return s == cache_scope::public_scope ? "public" : "private"; }
@@ -511,6 +518,7 @@ void tag_invoke(json::value_from_tag, json::value& jv, tool const& x) {
     put_opt(o, "outputSchema", x.output_schema);
     if (x.annotations) o["annotations"] = json::value_from(*x.annotations);
     if (x.icons) o["icons"] = *x.icons;
+    put_opt(o, "execution", x.execution);
     put_opt(o, "_meta", x.meta);
     jv = std::move(o);
 }

@@ -96,8 +96,12 @@ struct tool {
     std::optional<boost::json::object> output_schema;
     std::optional<tool_annotations> annotations;
     std::optional<boost::json::array> icons;
+    std::optional<boost::json::object> execution;  // taskSupport: "forbidden" | "optional" | "required"
     std::optional<boost::json::object> meta;
 };
+
+// Whether a tool may only be called as a task (execution.taskSupport "required").
+bool requires_task(tool const& t) noexcept;
 
 // Annotations are hints; absent readOnlyHint means "may modify its environment" (the spec default).
 bool may_mutate(tool const& t) noexcept;

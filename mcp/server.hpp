@@ -52,7 +52,10 @@ public:
     // What initialize (legacy) and server/discover (modern) report.
     virtual implementation server_info() const = 0;
     virtual boost::json::object server_capabilities(std::string const& principal) const = 0;
-    virtual std::optional<std::string> instructions() const { return std::nullopt; }
+    virtual std::optional<std::string> instructions(std::string const& principal) const {
+        (void)principal;
+        return std::nullopt;
+    }
 
     // Any request other than initialize, ping and server/discover (the endpoint answers those):
     // tools/list, tools/call, resources/*, prompts/*, completion/complete, logging/setLevel, ...

@@ -120,6 +120,7 @@ http_server_options to_http_server_options(server_config const& s) {
         else if (auto net = parse_ip_network(t))
             o.trusted.networks.push_back(*net);
     }
+    o.trusted.header = s.forwarded_header == "forwarded" ? proxy_trust::forwarded : proxy_trust::x_forwarded_for;
     return o;
 }
 
@@ -454,7 +455,7 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     std::string const p = "server";
     if (!r.mapping(n, p, {"listen", "unix_socket", "unix_socket_mode", "threads", "header_limit", "body_limit",
                           "read_timeout", "idle_timeout", "max_connections", "tls", "allowed_origins",
-                          "allowed_hosts", "trusted_proxies", "drain_grace", "sse_keep_alive", "input_request_ttl",
+                          "allowed_hosts", "trusted_proxies", "forwarded_header", "drain_grace", "sse_keep_alive", "input_request_ttl",
                           "list_page_size", "sessions"}))
         return;
 
@@ -585,6 +586,14 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
                 }
             }
         }
+    }
+    if (auto const v = n["forwarded_header"]) {
+        auto const path = p + ".forwarded_header";
+        if (!v.IsScalar() || (lowercase(v.Scalar()) != "x-forwarded-for" && lowercase(v.Scalar()) != "forwarded"))
+            r.fail("invalid_value", path + " must be \"X-Forwarded-For\" or \"Forwarded\" (the header your proxy "
+                                           "writes), not " + describe(v));
+        else
+            s.forwarded_header = lowercase(v.Scalar());
     }
     if (auto const v = n["drain_grace"]) {
         if (auto d = r.duration(v, p + ".drain_grace", milliseconds(0))) s.drain_grace = *d;
@@ -1723,6 +1732,8 @@ std::string summary(config const& c) {
     o << "proxies     "
       << (s.trusted_proxies.empty() ? std::string("none trusted (X-Forwarded-For and Forwarded are ignored)") : "trusted: ");
     for (std::size_t i = 0; i < s.trusted_proxies.size(); ++i) o << (i ? ", " : "") << s.trusted_proxies[i];
+    if (!s.trusted_proxies.empty())
+        o << " (client from " << (s.forwarded_header == "forwarded" ? "Forwarded" : "X-Forwarded-For") << ")";
     o << "\n";
     o << "drain       grace " << format_duration(s.drain_grace) << " on SIGTERM; SSE keep-alive every "
       << format_duration(s.sse_keep_alive) << "\n";

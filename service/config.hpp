@@ -71,6 +71,9 @@ struct server_config {
     std::vector<std::string> allowed_hosts;    // Host header values, lowercased; empty: the endpoint's default
     // Canonical text: addresses ("127.0.0.1"), networks ("10.0.0.0/8") and "unix" (the unix-socket peer).
     std::vector<std::string> trusted_proxies;
+    // Which header a trusted proxy writes the client into: "x-forwarded-for" or "forwarded". Only
+    // that one is read; the other passes through a proxy untouched, written by whoever sent it.
+    std::string forwarded_header = "x-forwarded-for";
     std::chrono::milliseconds drain_grace{10'000};
     // How long a 2026-07-28 request that asked its caller something waits for the retry (MRTR).
     std::chrono::milliseconds input_request_ttl{300'000};

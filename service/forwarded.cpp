@@ -143,7 +143,7 @@ std::string effective_client_address(std::string_view peer, std::vector<std::str
         current = a->to_string();
     }
     std::vector<std::string_view> hops;
-    if (!forwarded.empty()) {
+    if (trusted.header == proxy_trust::forwarded) {
         hops = forwarded_for_nodes(forwarded);
     } else {
         for (auto v : x_forwarded_for)

@@ -28,13 +28,15 @@ bool contains(ip_network const& n, boost::asio::ip::address const& a);
 struct proxy_trust {
     std::vector<ip_network> networks;
     bool unix_socket = false;  // the peer on a unix socket (whoever the socket's mode lets connect)
+    // The header the trusted proxies write; the other one is whatever the client sent, and ignored.
+    enum header_kind { x_forwarded_for, forwarded } header = x_forwarded_for;
 
     bool empty() const noexcept { return networks.empty() && !unix_socket; }
 };
 
 // The effective client address of a request whose connection comes from `peer` (an IP address in
 // text, or "unix" for a unix-socket peer). From an untrusted peer the headers are ignored. From a
-// trusted one, the hops of Forwarded (when present) or else X-Forwarded-For are walked from the
+// trusted one, the hops of the header the proxies write (`trusted.header`) are walked from the
 // nearest: the first hop that is not a trusted proxy is the client. A hop that is not an address
 // (unknown, an obfuscated name, garbage) stops the walk at the last trusted hop: nothing behind it
 // can be believed.

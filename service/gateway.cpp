@@ -3,6 +3,7 @@
 
 #include "core/canonical_json.hpp"
 #include "core/sha256.hpp"
+#include "core/visible_text.hpp"
 #include "store/lmdb_store.hpp"
 #include "service/metrics.hpp"
 
@@ -183,6 +184,31 @@ std::string tool_definition_digest(mcp::tool const& t) {
     return core::sha256_hex(text ? *text : json::serialize(def));
 }
 
+namespace {
+
+// The copy of a tool definition that callers see loses the characters no reviewer can see (see
+// core/visible_text.hpp). The pin covers the definition as the upstream sent it.
+core::hidden_characters remove_hidden_characters(mcp::tool& t) {
+    core::hidden_characters removed;
+    for (auto* text : {&t.title, &t.description})
+        if (*text)
+            if (auto cleaned = core::without_hidden_characters(**text, removed)) **text = std::move(*cleaned);
+    if (t.annotations && t.annotations->title)
+        if (auto cleaned = core::without_hidden_characters(*t.annotations->title, removed))
+            t.annotations->title = std::move(*cleaned);
+    json::value schema(std::move(t.input_schema));
+    core::remove_hidden_characters(schema, removed);
+    t.input_schema = std::move(schema.as_object());
+    if (t.output_schema) {
+        json::value out(std::move(*t.output_schema));
+        core::remove_hidden_characters(out, removed);
+        t.output_schema = std::move(out.as_object());
+    }
+    return removed;
+}
+
+}  // namespace
+
 core::result<std::shared_ptr<gateway>> gateway::make(gateway_options options) {
     if (!options.journal) return core::make_error("invalid_gateway", "the gateway needs a journal");
     std::map<std::string, int> seen;
@@ -235,6 +261,7 @@ public:
         f_->executor = std::move(exec);
         f_->notify = ctx.notify;
         f_->ask_client = ctx.ask_client;
+        f_->caller = ctx.principal + '\n' + ctx.session_id;
         std::lock_guard lock(g_.mutex_);
         g_.inflight_[server_].push_back(f_);
     }
@@ -286,6 +313,40 @@ json::object gateway::server_capabilities(std::string const& principal_name) con
     return caps;
 }
 
+std::optional<std::string> gateway::instructions(std::string const& principal_name) const {
+    // What each upstream the principal sees says of how to use it, with the characters nobody can
+    // read removed (they are model-facing, like tool descriptions). A lone unprefixed upstream's
+    // text goes as it is; otherwise each is headed by its server, whose tools carry its prefix.
+    auto const* p = principal(principal_name);
+    if (!p) return std::nullopt;
+    std::vector<std::pair<gateway_upstream const*, std::string>> said;
+    for (auto const* up : visible_upstreams(*p)) {
+        auto text = up->client->instructions();
+        if (!text) continue;
+        core::hidden_characters removed;
+        if (auto cleaned = core::without_hidden_characters(*text, removed)) text = std::move(cleaned);
+        // Bounded: an upstream's instructions land in every client's context.
+        constexpr std::size_t limit = 16 * 1024;
+        if (text->size() > limit) {
+            auto cut = limit;
+            while (cut > 0 && (static_cast<unsigned char>((*text)[cut]) & 0xC0) == 0x80) --cut;
+            text->resize(cut);
+            *text += " [cut at 16 KiB by airlock]";
+        }
+        if (text->find_first_not_of(" \t\r\n") == std::string::npos) continue;
+        said.emplace_back(up, std::move(*text));
+    }
+    if (said.empty()) return std::nullopt;
+    if (said.size() == 1 && !said.front().first->prefixed) return std::move(said.front().second);
+    std::string out;
+    for (auto& [up, text] : said) {
+        if (!out.empty()) out += "\n\n";
+        out += "From the upstream server '" + up->name + "'" +
+               (up->prefixed ? " (its tools are named " + up->name + "__TOOL here):\n" : ":\n") + text;
+    }
+    return out;
+}
+
 gateway_principal const* gateway::principal(std::string const& name) const {
     for (auto const& p : options_.principals)
         if (p.name == name || (name.empty() && p.anonymous)) return &p;
@@ -293,8 +354,11 @@ gateway_principal const* gateway::principal(std::string const& name) const {
 }
 
 bool gateway::sees(gateway_principal const& p, std::string const& server) {
+    // A grant the gates refuse whatever its arguments is not offered as a tool; it opens nothing
+    // else of its upstream either (resources, prompts, completion, the upstream's log).
+    auto const label = label_of(p);
     for (auto const& g : p.grants.tools)
-        if (g.ref.server() == server) return true;
+        if (g.ref.server() == server && core::refused_whatever_the_arguments(g, label)) return true;
     return false;
 }
 
@@ -391,7 +455,21 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
     std::size_t first_pins = 0;
     for (auto& t : *listed) {
         catalogue_entry e{t.id, up.prefixed ? t.id.wire_name() : t.spec.name, t.spec, {}, false};
-        if (auto declared = mcp::param_headers_of(t.spec); !declared) {
+        // airlock does not run tool calls as tasks: it offers no `tasks` capability, and a tool that
+        // can only be called as one could only fail.
+        e.spec.execution.reset();
+        if (mcp::requires_task(t.spec)) {
+            e.withheld = "it can only be called as a task, which airlock does not offer";
+            bool first_report = false;
+            {
+                std::lock_guard lock(mutex_);
+                first_report = reported_definitions_.insert("task " + up.name + "/" + t.upstream_name).second;
+            }
+            if (first_report)
+                spdlog::warn("upstream {}: {} can only be called as a task (execution.taskSupport \"required\"), "
+                             "which airlock does not offer; the tool is withheld",
+                             up.name, t.upstream_name);
+        } else if (auto declared = mcp::param_headers_of(t.spec); !declared) {
             // A definition whose x-mcp-header annotations break the spec's rules is left out, as
             // the 2026-07-28 transport asks of clients; the other tools stay. Logged once per definition.
             e.withheld = "its x-mcp-header annotations break the 2026-07-28 rules";
@@ -444,6 +522,18 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
                 spdlog::debug("upstream {}: pinned {} ({})", up.name, t.upstream_name, digest.substr(0, 12));
                 ++first_pins;
             }
+        }
+        if (auto removed = remove_hidden_characters(e.spec); !removed.empty()) {
+            bool first_report = false;
+            {
+                std::lock_guard lock(mutex_);
+                first_report = reported_definitions_.insert("hidden " + up.name + "/" + t.upstream_name + " " +
+                                                            core::describe(removed)).second;
+            }
+            if (first_report)
+                spdlog::warn("upstream {}: the definition of {} holds characters a reader cannot see ({}); they are "
+                             "removed from what callers are shown",
+                             up.name, t.upstream_name, core::describe(removed));
         }
         entries.push_back(std::move(e));
     }
@@ -866,11 +956,17 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
 
 // ---- relays ---------------------------------------------------------------------------------
 
-std::shared_ptr<gateway::inflight> gateway::latest_inflight(std::string const& server) const {
+std::shared_ptr<gateway::inflight> gateway::sole_caller_inflight(std::string const& server, bool& several_callers) const {
+    several_callers = false;
     std::lock_guard lock(mutex_);
     auto it = inflight_.find(server);
     if (it == inflight_.end() || it->second.empty()) return nullptr;
-    return it->second.back();
+    auto const& latest = it->second.back();
+    // A stdio upstream's message names no request. With one caller in flight it is that caller's;
+    // with several, guessing could hand one tenant's prompt or log to another: nobody gets it.
+    several_callers = std::ranges::any_of(it->second, [&](auto const& f) { return f->caller != latest->caller; });
+    if (several_callers) return nullptr;
+    return latest;
 }
 
 std::function<void(mcp::notification const&)> gateway::relay_to(mcp::request_context const& ctx,
@@ -919,10 +1015,15 @@ void gateway::upstream_notification(std::string const& server, mcp::notification
         return;
     }
     if (n.method == "notifications/message") {
-        // A stdio upstream's log message names no request: it belongs to the one in flight, if any.
-        if (auto f = latest_inflight(server); f && f->notify && f->executor) {
+        // A stdio upstream's log message names no request: it belongs to the caller in flight, if any.
+        bool several = false;
+        if (auto f = sole_caller_inflight(server, several); f && f->notify && f->executor) {
             auto send = async_send_holding(f->notify, n);
             asio::co_spawn(f->executor, std::move(send), asio::detached);
+            return;
+        }
+        if (several) {
+            spdlog::debug("upstream {}: a log message while several callers have requests in flight is not relayed", server);
             return;
         }
         broadcast(server, n);
@@ -935,7 +1036,17 @@ asio::awaitable<mcp::handler_result> gateway::async_upstream_request(std::weak_p
                                                                      mcp::request r) {
     auto self = weak.lock();
     std::shared_ptr<inflight> f;
-    if (self) f = self->latest_inflight(server);
+    bool several = false;
+    if (self) f = self->sole_caller_inflight(server, several);
+    if (several) {
+        spdlog::info("upstream {}: {} refused: requests of several callers are in flight there, and the question "
+                     "names none of them",
+                     server, r.method);
+        co_return mcp::error_object{mcp::rpc_code::internal_error,
+                                    "requests of several clients are in flight through airlock; " + r.method +
+                                        " cannot be attributed to one of them",
+                                    std::nullopt};
+    }
     if (!f || !f->ask_client) {
         spdlog::info("upstream {}: {} refused: no client request is in flight to ask", server, r.method);
         co_return mcp::error_object{mcp::rpc_code::internal_error,
@@ -985,6 +1096,14 @@ asio::awaitable<mcp::handler_result> gateway::async_list_page(gateway_upstream c
         auto* o = item.if_object();
         if (!o) continue;
         auto const* name = o->if_contains("name");
+        // Prompt and resource descriptions reach the model as tool descriptions do: no hidden text.
+        if (core::hidden_characters removed; core::remove_hidden_characters(item, removed) > 0) {
+            auto const what = std::string(kind.key) + " " + (name && name->is_string() ? std::string(name->get_string()) : "?");
+            if (reported_definitions_.insert("hidden " + up.name + "/" + what + " " + core::describe(removed)).second)
+                spdlog::warn("upstream {}: {} holds characters a reader cannot see ({}); they are removed from what "
+                             "callers are shown",
+                             up.name, what, core::describe(removed));
+        }
         if (kind.key == "resources") {
             if (auto const* uri = o->if_contains("uri"); uri && uri->is_string()) {
                 auto& owner = resource_owner_[std::string(uri->get_string())];

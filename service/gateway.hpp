@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,7 +51,8 @@ struct gateway_options {
     std::shared_ptr<core::pin_store> pins;
     std::shared_ptr<core::provenance_signer const> signer;  // absent: calls carry an unsigned block
     std::chrono::seconds provenance_lifetime{300};
-    std::chrono::milliseconds call_deadline{60'000};
+    // Every forwarded request's deadline; when absent, each upstream client's own (its `deadline`).
+    std::optional<std::chrono::milliseconds> call_deadline;
     // Items per page of tools/list, resources/list, resources/templates/list and prompts/list, whose
     // cursors (mcp/list_cursor.hpp) say where in the merged list of the upstreams the next page starts.
     std::size_t list_page_size = 100;
@@ -82,6 +84,7 @@ public:
 
     mcp::implementation server_info() const override;
     boost::json::object server_capabilities(std::string const& principal) const override;
+    std::optional<std::string> instructions(std::string const& principal) const override;
     boost::asio::awaitable<mcp::handler_result> async_handle(mcp::request req, mcp::request_context& ctx) override;
     boost::asio::awaitable<void> async_notification(mcp::notification n, mcp::request_context& ctx) override;
     void session_closed(std::string const& session_id) override;
@@ -142,6 +145,7 @@ private:
         boost::asio::any_io_executor executor;
         std::function<boost::asio::awaitable<void>(mcp::notification)> notify;
         std::function<boost::asio::awaitable<mcp::handler_result>(std::string, boost::json::object)> ask_client;
+        std::string caller;  // the principal and session the request came from
     };
     class inflight_guard;
     struct list_kind;
@@ -171,7 +175,9 @@ private:
                                                           boost::json::object body);
     std::function<void(mcp::notification const&)> relay_to(mcp::request_context const& ctx,
                                                            boost::asio::any_io_executor exec) const;
-    std::shared_ptr<inflight> latest_inflight(std::string const& server) const;
+    // The latest request in flight to a server, when every request in flight there has the same
+    // caller; otherwise `several_callers` is set and nothing is returned.
+    std::shared_ptr<inflight> sole_caller_inflight(std::string const& server, bool& several_callers) const;
     void upstream_notification(std::string const& server, mcp::notification const& n);
     static boost::asio::awaitable<mcp::handler_result> async_upstream_request(std::weak_ptr<gateway> weak,
                                                                              std::string server, mcp::request r);

@@ -74,6 +74,17 @@ namespace {
 // Set by the server on each request it read; never taken from the client.
 constexpr std::string_view client_address_field = "Airlock-Client-Address";
 
+// Fields that hold one value. Sent twice, two parts of airlock (or a proxy and airlock) could each
+// read a different one: the credentials checked need not be those a later reader sees.
+std::optional<std::string_view> repeated_singleton_field(http_request const& req) {
+    static constexpr std::string_view singletons[] = {"Authorization", "Host", "Origin", "Content-Type",
+                                                      "Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method",
+                                                      "Mcp-Name", "Last-Event-ID", "Idempotency-Key"};
+    for (auto name : singletons)
+        if (req.count(name) > 1) return name;
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view client_address(http_request const& req) {
@@ -518,6 +529,13 @@ struct http_server::state : std::enable_shared_from_this<state> {
             }
             first = false;
             auto req = parser.release();
+            if (auto twice = repeated_singleton_field(req)) {
+                auto refusal = json_error(http::status::bad_request, "repeated_header",
+                                          "the request carries more than one " + std::string(*twice) + " header");
+                if (options.on_refused) options.on_refused(refusal.result_int());
+                co_await write_and_close(stream, std::move(refusal));
+                co_return true;
+            }
             set_client_address(req, c.peer, options.trusted);
             c.now = connection::phase::handling;
             low.expires_never();

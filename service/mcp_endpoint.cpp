@@ -74,7 +74,7 @@ json::object discover_result(mcp::server_backend const& backend, std::string con
     for (auto v : mcp::supported_versions()) versions.emplace_back(v);
     o["supportedVersions"] = std::move(versions);
     o["capabilities"] = backend.server_capabilities(principal);
-    if (auto i = backend.instructions()) o["instructions"] = *i;
+    if (auto i = backend.instructions(principal)) o["instructions"] = *i;
     json::object meta;
     meta[mcp::meta_key::server_info] = json::value_from(backend.server_info());
     o["_meta"] = std::move(meta);
@@ -117,6 +117,13 @@ mcp::error_object cut_off_by_stop() {
     return mcp::error_object{mcp::rpc_code::internal_error,
                              "airlock is stopping: this request was cut off before it finished (a tool call may or may "
                              "not have taken effect; its journal record says which)",
+                             std::nullopt};
+}
+
+mcp::error_object cut_off_by_delete() {
+    return mcp::error_object{mcp::rpc_code::internal_error,
+                             "the session was deleted: this request was cut off before it finished (a tool call may or "
+                             "may not have taken effect; its journal record says which)",
                              std::nullopt};
 }
 
@@ -286,7 +293,7 @@ struct exchange {
     std::atomic<bool> cancelled{false};  // the client cancelled it (notifications/cancelled or closed modern stream)
     // running → answered (the backend returned) or → cut_off (airlock ended it while running: the
     // client is told so); whichever comes first holds, so a finished result is never replaced.
-    enum class stage { running, answered, cut_off };
+    enum class stage { running, answered, cut_off, deleted };
     std::atomic<stage> ended{stage::running};
     // Modern: a capability the request turned out to need that the client did not declare; the
     // request then ends with -32021 whatever the backend makes of the refusal. Guarded by impl::mutex.
@@ -597,8 +604,10 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     // Releases what an ended session held: its requests are cancelled, its questions to the
     // client fail, its stream ends, and the backend hears of it.
-    // `cut_off`: the session's requests end by airlock's decision, and each gets an error saying so.
-    void finish_session(std::shared_ptr<session> const& s, std::string_view why, bool cut_off = false) {
+    // `cut_off` (stage cut_off or deleted): the session's requests end by airlock's or the client's
+    // decision while they run, and each gets an error saying so; `running`: they are only cancelled.
+    void finish_session(std::shared_ptr<session> const& s, std::string_view why,
+                        exchange::stage cut_off = exchange::stage::running) {
         std::vector<std::shared_ptr<exchange>> running;
         std::vector<std::shared_ptr<answer_channel>> waiting;
         std::shared_ptr<listen_stream> stream;
@@ -613,7 +622,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         }
         for (auto& ex : running) {
             auto expected = exchange::stage::running;
-            if (cut_off) ex->ended.compare_exchange_strong(expected, exchange::stage::cut_off);
+            if (cut_off != exchange::stage::running) ex->ended.compare_exchange_strong(expected, cut_off);
             cancel(ex);
         }
         for (auto& a : waiting) a->try_send(asio::error::operation_aborted, nullptr);
@@ -849,8 +858,9 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         }
         auto expected = exchange::stage::running;
         bool cut_off = !ex->ended.compare_exchange_strong(expected, exchange::stage::answered) &&
-                       expected == exchange::stage::cut_off;
-        if (cut_off) result = mcp_rules::cut_off_by_stop();
+                       (expected == exchange::stage::cut_off || expected == exchange::stage::deleted);
+        if (cut_off)
+            result = expected == exchange::stage::deleted ? mcp_rules::cut_off_by_delete() : mcp_rules::cut_off_by_stop();
         outgoing o = final_message(e, ex->method, id, std::move(result));
         o.suppress = ex->cancelled && !cut_off;
         if (auto s = ex->owner.lock()) {
@@ -1151,8 +1161,48 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     // ------------------------------------------------------------ HTTP methods
 
     asio::awaitable<http_reply> handle(http_request& req) {
-        unsigned v = req.version();
         if (auto refused = check_host_origin(req)) co_return std::move(*refused);
+        // An Origin that got past the check is allowed: a browser client there may read the reply.
+        std::string const origin(req[http::field::origin]);
+        if (req.method() == http::verb::options) co_return preflight(req, origin);
+        auto reply = co_await handle_allowed(req);
+        if (!origin.empty()) std::visit([&](auto& r) { allow_origin(head_of(r), origin); }, reply);
+        co_return reply;
+    }
+
+    static http::response_header<>& head_of(http_response& r) { return r.base(); }
+    static http::response_header<>& head_of(http_stream& s) { return s.head.base(); }
+
+    static void allow_origin(http::response_header<>& h, std::string_view origin) {
+        h.set(http::field::access_control_allow_origin, origin);
+        h.set(http::field::vary, "Origin");
+        h.set(http::field::access_control_expose_headers, "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate");
+    }
+
+    // A CORS preflight carries no credentials: it is answered before authentication, and says only
+    // what a browser may send. Origins other than the allowed ones were refused above.
+    static http_response preflight(http_request const& req, std::string_view origin) {
+        http_response res{http::status::no_content, req.version()};
+        res.set(http::field::allow, "POST, GET, DELETE, OPTIONS");
+        if (!origin.empty()) {
+            allow_origin(res.base(), origin);
+            res.set(http::field::access_control_allow_methods, "POST, GET, DELETE");
+            // The headers a request may carry include Mcp-Param-* ones named after a tool's arguments:
+            // the browser's own list of what it will send is the one to allow.
+            auto const asked_field = req[http::field::access_control_request_headers];
+            std::string_view const asked(asked_field.data(), asked_field.size());
+            res.set(http::field::access_control_allow_headers,
+                    !asked.empty() ? asked
+                                   : std::string_view("Authorization, Content-Type, Accept, Mcp-Session-Id, "
+                                                      "MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID"));
+            res.set(http::field::access_control_max_age, "600");
+        }
+        res.prepare_payload();
+        return res;
+    }
+
+    asio::awaitable<http_reply> handle_allowed(http_request& req) {
+        unsigned v = req.version();
         auto who = authenticate(req);
         if (auto* refused = std::get_if<http_response>(&who)) co_return std::move(*refused);
         auto principal = std::get<std::string>(std::move(who));
@@ -1164,7 +1214,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         case http::verb::delete_: co_return handle_delete(req, principal);
         default: {
             auto res = rpc_error(405, std::nullopt, mcp::rpc_code::invalid_request, "Method not allowed: use POST, GET or DELETE", v);
-            res.set(http::field::allow, "POST, GET, DELETE");
+            res.set(http::field::allow, "POST, GET, DELETE, OPTIONS");
             co_return res;
         }
         }
@@ -1246,7 +1296,9 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             }
         }
         // Otherwise it has just ended another way (idle, shutdown), and was finished there.
-        if (dropped) finish_session(s, "deleted by the client");
+        // A request still running on it is answered, so its client does not wait for a reply that
+        // can no longer come.
+        if (dropped) finish_session(s, "deleted by the client", exchange::stage::deleted);
         http_response res{http::status::no_content, req.version()};
         return res;
     }
@@ -1362,7 +1414,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         for (auto& ended : idle) finish_session(ended, "idle");
         if (refused) return std::move(*refused);
         mcp::initialize_result result{version, backend->server_capabilities(principal), backend->server_info(),
-                                      backend->instructions(), std::nullopt};
+                                      backend->instructions(principal), std::nullopt};
         spdlog::info("mcp: session {}… opened by '{}' ({}, client {})", short_id(s->id), principal, version,
                      params->client_info.name);
         auto res = rpc_json(200, mcp::serialize(mcp::response{r.id, json::value_from(result).as_object()}), v);
@@ -1486,7 +1538,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             pending_inputs.clear();
         }
         for (auto& ex : parked) cancel(ex);
-        for (auto& s : all) finish_session(s, "server shutting down", true);
+        for (auto& s : all) finish_session(s, "server shutting down", exchange::stage::cut_off);
     }
 };
 

@@ -49,7 +49,9 @@ boost::json::object reloadable_backend::server_capabilities(std::string const& p
     return current()->server_capabilities(principal);
 }
 
-std::optional<std::string> reloadable_backend::instructions() const { return current()->instructions(); }
+std::optional<std::string> reloadable_backend::instructions(std::string const& principal) const {
+    return current()->instructions(principal);
+}
 
 asio::awaitable<mcp::handler_result> reloadable_backend::async_handle(mcp::request req, mcp::request_context& ctx) {
     // The gateway stays alive for this request even if a reload replaces it meanwhile.

@@ -32,7 +32,7 @@ public:
 
     mcp::implementation server_info() const override;
     boost::json::object server_capabilities(std::string const& principal) const override;
-    std::optional<std::string> instructions() const override;
+    std::optional<std::string> instructions(std::string const& principal) const override;
     boost::asio::awaitable<mcp::handler_result> async_handle(mcp::request req, mcp::request_context& ctx) override;
     boost::asio::awaitable<void> async_notification(mcp::notification n, mcp::request_context& ctx) override;
     void session_closed(std::string const& session_id) override;

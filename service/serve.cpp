@@ -209,8 +209,8 @@ core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_i
     go.server_info = {"airlock", AIRLOCK_VERSION, std::nullopt, std::nullopt};
     for (std::size_t i = 0; i < c.upstreams.size(); ++i) {
         auto const& u = c.upstreams[i];
+        // Each upstream's deadline is its client's (call_deadline stays unset).
         go.upstreams.push_back({u.name, clients[i], u.prefix == tool_prefix::server});
-        go.call_deadline = std::max(go.call_deadline, u.deadline);
     }
     for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted, p.anonymous});
     return gateway::make(std::move(go));
@@ -339,7 +339,8 @@ std::vector<std::string> restart_only_changes(config const& before, config const
         a.idle_timeout != b.idle_timeout || a.max_connections != b.max_connections)
         out.push_back("server limits and timeouts");
     if (a.allowed_hosts != b.allowed_hosts || a.allowed_origins != b.allowed_origins) out.push_back("server.allowed_hosts/allowed_origins");
-    if (a.trusted_proxies != b.trusted_proxies) out.push_back("server.trusted_proxies");
+    if (a.trusted_proxies != b.trusted_proxies || a.forwarded_header != b.forwarded_header)
+        out.push_back("server.trusted_proxies/forwarded_header");
     if (a.sse_keep_alive != b.sse_keep_alive) out.push_back("server.sse_keep_alive");
     if (a.list_page_size != b.list_page_size) out.push_back("server.list_page_size");
     if (a.input_request_ttl != b.input_request_ttl) out.push_back("server.input_request_ttl");
@@ -829,9 +830,10 @@ int run_serve(std::vector<std::string> const& args) {
             return;
         }
         // What is still in flight is cancelled (an effect started and not finished reads as in
-        // doubt in the journal); sessions end and their runs are sealed.
-        endpoint->shutdown();
+        // doubt in the journal); sessions end and their runs are sealed. The runs are closed first,
+        // so that they are sealed as stopped by airlock, not as ended by their clients.
         sv->backend->close_all_runs();
+        endpoint->shutdown();
         runs->stop();
         auto stop_loop = [&ioc](std::exception_ptr e) {
             if (e) spdlog::error("stopping the upstreams ended by an internal error; stopping anyway");

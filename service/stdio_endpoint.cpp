@@ -397,7 +397,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         // One session for the life of the process, so the backend can keep (and seal) what it holds for it.
         session_id = "stdio-" + mcp_rules::new_session_id(options.random);
         mcp::initialize_result result{version, backend->server_capabilities(options.principal), backend->server_info(),
-                                      backend->instructions(), std::nullopt};
+                                      backend->instructions(options.principal), std::nullopt};
         post_line(mcp::response{r.id, json::value_from(result).as_object()});
         // The stdio channel is the legacy session's server-notification stream.
         std::weak_ptr<stdio_state> ws = shared_from_this();

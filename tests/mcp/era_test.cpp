@@ -513,7 +513,9 @@ TEST_CASE("a dual-era endpoint tells the eras apart by initialize, the version h
     CHECK(classify_post(modern_headers("tools/call", "echo"), msg(modern_call("echo"))) == era::modern);
     auto plain = msg(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
     CHECK(classify_post(http_headers{{"MCP-Protocol-Version", "2025-11-25"}}, plain) == era::legacy);
-    CHECK(classify_post(http_headers{{"MCP-Protocol-Version", "2099-01-01"}}, plain) == era::modern);
+    // A version neither era knows: the body decides (no _meta version: legacy, refused there by name).
+    CHECK(classify_post(http_headers{{"MCP-Protocol-Version", "2099-01-01"}}, plain) == era::legacy);
+    CHECK(classify_post(http_headers{{"MCP-Protocol-Version", "2099-01-01"}}, msg(modern_call("echo"))) == era::modern);
     CHECK(classify_post(http_headers{}, plain) == era::legacy);
     CHECK(classify_post(http_headers{}, msg(modern_call("echo"))) == era::modern);  // then refused: header missing
 }

@@ -338,6 +338,19 @@ TEST_CASE("trusted proxies may be CIDR networks or the unix-socket peer, and rea
     CHECK_THAT(summary(*c), Catch::Contains("10.0.0.0/8, fd00::/8, unix, 192.0.2.1"));
 }
 
+TEST_CASE("the forwarded header is X-Forwarded-For unless set to Forwarded, and nothing else is accepted") {
+    workspace w;
+    auto plain = load_config(w.config("server:\n  trusted_proxies: [127.0.0.1]\n"), test_env());
+    REQUIRE(plain);
+    CHECK(to_http_server_options(plain->server).trusted.header == proxy_trust::x_forwarded_for);
+    CHECK_THAT(summary(*plain), Catch::Contains("(client from X-Forwarded-For)"));
+    auto rfc = load_config(w.config("server:\n  trusted_proxies: [127.0.0.1]\n  forwarded_header: Forwarded\n"), test_env());
+    REQUIRE(rfc);
+    CHECK(to_http_server_options(rfc->server).trusted.header == proxy_trust::forwarded);
+    auto file = w.config("server:\n  forwarded_header: X-Real-IP\n");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.forwarded_header") && Catch::Contains("X-Real-IP"));
+}
+
 TEST_CASE("a trusted proxy network with host bits set is refused naming the entry") {
     workspace w;
     auto file = w.config("server:\n  trusted_proxies: [127.0.0.1, 10.1.0.0/8]\n");

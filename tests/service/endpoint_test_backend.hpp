@@ -63,7 +63,7 @@ public:
         return boost::json::object{{"tools", boost::json::object{{"listChanged", true}}}};
     }
 
-    std::optional<std::string> instructions() const override { return "Test tools only."; }
+    std::optional<std::string> instructions(std::string const&) const override { return "Test tools only."; }
 
     boost::asio::awaitable<mcp::handler_result> async_handle(mcp::request req, mcp::request_context& ctx) override {
         {

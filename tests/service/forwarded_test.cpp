@@ -66,11 +66,24 @@ TEST_CASE("X-Forwarded-For from a trusted proxy names the client, walking back p
 TEST_CASE("a forwarded hop that is not an address stops the walk at the last trusted proxy") {
     auto t = trusting({"127.0.0.1", "10.0.0.0/8"});
     CHECK(effective_client_address("127.0.0.1", {}, {"203.0.113.7, garbage, 10.0.0.9"}, t) == "10.0.0.9");
+    t.header = proxy_trust::forwarded;
     CHECK(effective_client_address("127.0.0.1", {"for=unknown"}, {}, t) == "127.0.0.1");
 }
 
-TEST_CASE("Forwarded (RFC 7239) is preferred over X-Forwarded-For, with quoted, bracketed and ported nodes") {
+TEST_CASE("only the header the proxies write is read: a Forwarded the client sent through an X-Forwarded-For proxy is ignored") {
+    // nginx appends to X-Forwarded-For and passes any Forwarded the client sent through as it came.
+    auto t = trusting({"127.0.0.1"});
+    CHECK(effective_client_address("127.0.0.1", {"for=192.0.2.60"}, {"127.0.0.5"}, t) == "127.0.0.5");
+    CHECK(effective_client_address("127.0.0.1", {"for=127.0.0.1"}, {"198.51.100.7"}, t) == "198.51.100.7");
+    // And the other way round, behind a proxy that writes Forwarded.
+    t.header = proxy_trust::forwarded;
+    CHECK(effective_client_address("127.0.0.1", {"for=192.0.2.60"}, {"203.0.113.9"}, t) == "192.0.2.60");
+    CHECK(effective_client_address("127.0.0.1", {}, {"203.0.113.9"}, t) == "127.0.0.1");
+}
+
+TEST_CASE("Forwarded (RFC 7239) is read when the proxies write it, with quoted, bracketed and ported nodes") {
     auto t = trusting({"unix", "10.0.0.0/8"});
+    t.header = proxy_trust::forwarded;
     CHECK(effective_client_address("unix", {"for=192.0.2.60;proto=http;by=203.0.113.43"}, {"198.51.100.9"}, t) ==
           "192.0.2.60");
     CHECK(effective_client_address("unix", {R"(for="[2001:db8:cafe::17]:4711", For=10.0.0.1)"}, {}, t) ==

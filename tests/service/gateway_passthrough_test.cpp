@@ -235,6 +235,48 @@ std::vector<std::string> items_of(std::vector<json::object> const& pages, char c
     return out;
 }
 
+// Two sessions' calls to the fixture's test_sampling_after_delay that overlap: A asks after 800 ms;
+// B starts at 200 ms and asks after 3 s, so when A's question comes B's call is the latest in
+// flight to the same upstream, and when B's comes A's call has ended. Each client answers "answered
+// by A|B" and logs the messages it was asked.
+struct overlapping_questions {
+    std::optional<mcp::handler_result> first, second;
+    std::vector<std::string> asked_a, asked_b;
+};
+
+overlapping_questions ask_overlapping(harness& h) {
+    overlapping_questions o;
+    h.run([&]() -> asio::awaitable<void> {
+        using namespace asio::experimental::awaitable_operators;
+        auto answering = [](std::string who, std::vector<std::string>& log) {
+            return [who, &log](std::string, json::object params) -> asio::awaitable<mcp::handler_result> {
+                log.push_back(json::serialize(params.at("messages")));
+                json::object answer{{"role", "assistant"},
+                                    {"content", {{"type", "text"}, {"text", "answered by " + who}}},
+                                    {"model", "test-model"}};
+                co_return answer;
+            };
+        };
+        auto a = harness::context();
+        a.ask_client = answering("A", o.asked_a);
+        auto b = harness::context();
+        b.session_id = "s2";
+        b.ask_client = answering("B", o.asked_b);
+        auto call_a = [&]() -> asio::awaitable<void> {
+            json::object call{{"name", "test_sampling_after_delay"}, {"arguments", {{"prompt", "a?"}, {"delay_ms", 800}}}};
+            o.first = co_await h.ask("tools/call", std::move(call), a);
+        };
+        auto call_b = [&]() -> asio::awaitable<void> {
+            asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(200));
+            co_await t.async_wait(asio::use_awaitable);
+            json::object call{{"name", "test_sampling_after_delay"}, {"arguments", {{"prompt", "b?"}, {"delay_ms", 3000}}}};
+            o.second = co_await h.ask("tools/call", std::move(call), b);
+        };
+        co_await (call_a() && call_b());
+    });
+    return o;
+}
+
 }  // namespace
 
 TEST_CASE("a principal granted a tool of an upstream lists and reads its resources, prompts and completions") {
@@ -494,42 +536,29 @@ TEST_CASE("over HTTP, a sampling question reaches the client of the call whose s
     auto line = fixture.wait_for_stderr_line("listening on http://", std::chrono::seconds(30));
     REQUIRE(line);
     harness h(false, 100, line->substr(line->find("http://")));
-    std::optional<mcp::handler_result> first, second;
-    h.run([&]() -> asio::awaitable<void> {
-        using namespace asio::experimental::awaitable_operators;
-        auto answering = [](std::string who) {
-            return [who](std::string, json::object) -> asio::awaitable<mcp::handler_result> {
-                json::object answer{{"role", "assistant"},
-                                    {"content", {{"type", "text"}, {"text", "answered by " + who}}},
-                                    {"model", "test-model"}};
-                co_return answer;
-            };
-        };
-        auto a = harness::context();
-        a.ask_client = answering("A");
-        auto b = harness::context();
-        b.session_id = "s2";
-        b.ask_client = answering("B");
-        // A asks after 800 ms; B starts at 200 ms and asks only after 3 s, so when A's question
-        // comes, B is the latest call in flight to the same upstream.
-        auto call_a = [&]() -> asio::awaitable<void> {
-            json::object call{{"name", "test_sampling_after_delay"}, {"arguments", {{"prompt", "a?"}, {"delay_ms", 800}}}};
-            first = co_await h.ask("tools/call", std::move(call), a);
-        };
-        auto call_b = [&]() -> asio::awaitable<void> {
-            asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(200));
-            co_await t.async_wait(asio::use_awaitable);
-            json::object call{{"name", "test_sampling_after_delay"}, {"arguments", {{"prompt", "b?"}, {"delay_ms", 3000}}}};
-            second = co_await h.ask("tools/call", std::move(call), b);
-        };
-        co_await (call_a() && call_b());
-    });
-    REQUIRE(first->has_value());
-    REQUIRE(second->has_value());
-    CHECK(first_text(**first, "content") == "LLM response: answered by A");
-    CHECK(first_text(**second, "content") == "LLM response: answered by B");
+    auto o = ask_overlapping(h);
+    REQUIRE(o.first->has_value());
+    REQUIRE(o.second->has_value());
+    CHECK(first_text(**o.first, "content") == "LLM response: answered by A");
+    CHECK(first_text(**o.second, "content") == "LLM response: answered by B");
     fixture.signal(SIGTERM);
     fixture.wait(std::chrono::seconds(10));
+}
+
+TEST_CASE("over stdio, a sampling question while two callers have calls in flight is asked of neither") {
+    // A stdio server's question names no call. With the calls of two sessions in flight, handing
+    // it to the latest would show one caller's prompt to the other: it is refused instead.
+    harness h;
+    auto o = ask_overlapping(h);
+    CHECK(o.asked_a.empty());
+    REQUIRE(o.asked_b.size() == 1);
+    CHECK_THAT(o.asked_b.front(), Catch::Contains("b?"));
+    // A's question went unanswered, so its call failed; B's, asked when B was alone, got B's answer.
+    REQUIRE(o.first.has_value());
+    bool const a_failed = !o.first->has_value() || (**o.first).contains("isError");
+    CHECK(a_failed);
+    REQUIRE(o.second->has_value());
+    CHECK(first_text(**o.second, "content") == "LLM response: answered by B");
 }
 
 TEST_CASE("a call the client cancels ends at once, is journaled in doubt, and never waits for the upstream") {

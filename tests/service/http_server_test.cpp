@@ -204,6 +204,30 @@ TEST_CASE("a handler that only answers whole responses still serves") {
     CHECK(parse_reply(c.data).body == R"({"whole":true})");
 }
 
+TEST_CASE("a request that repeats a one-value header such as Authorization is refused with 400, naming it") {
+    std::atomic<int> handled{0};
+    http_response_handler h = [&](http_request& req) -> asio::awaitable<http_response> {
+        ++handled;
+        co_return json_response(http::status::ok, R"({"whole":true})", req.version());
+    };
+    running_server s(http_server_options{}, http_handler([h](http_request& req) -> asio::awaitable<http_reply> {
+                         co_return http_reply(co_await h(req));
+                     }));
+    auto c = raw_connection::tcp(s.port());
+    c.send("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer right\r\nAuthorization: Bearer wrong\r\n"
+           "Connection: close\r\n\r\n");
+    REQUIRE(c.read_until(reply_complete));
+    auto r = parse_reply(c.data);
+    CHECK(r.status == 400);
+    CHECK_THAT(r.body, Catch::Contains("repeated_header") && Catch::Contains("more than one Authorization header"));
+    // The same request with one Authorization header is served.
+    auto ok = raw_connection::tcp(s.port());
+    ok.send("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer right\r\nConnection: close\r\n\r\n");
+    REQUIRE(ok.read_until(reply_complete));
+    CHECK(parse_reply(ok.data).status == 200);
+    CHECK(handled == 1);
+}
+
 TEST_CASE("the server answers on a unix socket whose file has the configured mode") {
     temp_dir dir("airlock-http-unix");
     auto path = dir.path() / "airlock.sock";

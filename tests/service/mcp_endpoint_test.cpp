@@ -167,6 +167,35 @@ TEST_CASE("a Host and Origin naming the listening address are accepted") {
     CHECK(localhost.status == 200);
 }
 
+TEST_CASE("a browser client at an allowed origin gets its CORS preflight answered and may read the replies") {
+    auto o = test_options();
+    o.allowed_origins = {"https://app.example.com"};
+    endpoint_fixture f(o);
+    // The preflight carries no credentials; it is answered, and says what the browser may send.
+    auto pre = f.send("OPTIONS", "",
+                      {"Origin: https://app.example.com", "Access-Control-Request-Method: POST",
+                       "Access-Control-Request-Headers: authorization, content-type, mcp-protocol-version, mcp-param-region"},
+                      std::nullopt);
+    CHECK(pre.status == 204);
+    CHECK(header_value(pre.head, "Access-Control-Allow-Origin") == "https://app.example.com");
+    CHECK(header_value(pre.head, "Access-Control-Allow-Headers") ==
+          "authorization, content-type, mcp-protocol-version, mcp-param-region");
+    CHECK_THAT(*header_value(pre.head, "Access-Control-Allow-Methods"), Catch::Contains("POST"));
+    // The request itself: its reply names the origin and lets the browser read the session id.
+    auto r = f.send("POST", init_body, {"Origin: https://app.example.com"});
+    CHECK(r.status == 200);
+    CHECK(header_value(r.head, "Access-Control-Allow-Origin") == "https://app.example.com");
+    CHECK_THAT(*header_value(r.head, "Access-Control-Expose-Headers"), Catch::Contains("Mcp-Session-Id"));
+    // Another origin gets neither a preflight nor a reply.
+    auto foreign = f.send("OPTIONS", "", {"Origin: https://evil.example.com", "Access-Control-Request-Method: POST"},
+                          std::nullopt);
+    CHECK(foreign.status == 403);
+    CHECK_FALSE(header_value(foreign.head, "Access-Control-Allow-Origin"));
+    // And a request with no Origin (not from a browser) carries no CORS headers.
+    auto plain = f.send("POST", init_body);
+    CHECK_FALSE(header_value(plain.head, "Access-Control-Allow-Origin"));
+}
+
 TEST_CASE("a request without a bearer token gets 401 with a Bearer challenge") {
     endpoint_fixture f;
     auto r = f.post(init_body, {}, std::nullopt);
@@ -400,9 +429,13 @@ TEST_CASE("an unsupported MCP-Protocol-Version on a legacy session gets 400") {
     auto sid = f.initialize();
     auto r = f.post(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})", {"Mcp-Session-Id: " + sid, "MCP-Protocol-Version: 2025-11-25"});
     REQUIRE(r.status == 200);
-    // A legacy-looking version airlock does not speak: classified as modern, refused as unsupported.
-    auto bad = f.post(R"({"jsonrpc":"2.0","id":3,"method":"tools/list"})", {"Mcp-Session-Id: " + sid, "MCP-Protocol-Version: 2024-11-05"});
-    CHECK(bad.status == 400);
+    // Versions airlock does not speak, old or garbled, are refused naming the version and the supported ones.
+    for (std::string version : {"2024-11-05", "banana"}) {
+        auto bad = f.post(R"({"jsonrpc":"2.0","id":3,"method":"tools/list"})", {"Mcp-Session-Id: " + sid, "MCP-Protocol-Version: " + version});
+        CHECK(bad.status == 400);
+        CHECK_THAT(bad.body, Catch::Contains("unsupported MCP-Protocol-Version '" + version + "'") &&
+                                 Catch::Contains("2025-11-25"));
+    }
 }
 
 TEST_CASE("a notification is accepted with 202 and no body") {

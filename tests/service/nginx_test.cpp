@@ -124,11 +124,12 @@ void check_unbuffered_sse(nginx const& proxy) {
     CHECK_THAT(std::string(out.at("text").as_string()), Catch::StartsWith("released after"));
 }
 
-// A bearer token that is wrong, sent with a forged X-Forwarded-For: airlock's refusal names the
-// client address it settled on.
+// A bearer token that is wrong, sent with a forged X-Forwarded-For and a forged Forwarded (which
+// nginx passes through as it came): airlock's refusal names the client address it settled on.
 std::string refused_from(child_process& airlock, std::uint16_t port, std::string const& host) {
     auto r = raw_http(port, "POST /mcp HTTP/1.1\r\nHost: " + host +
                                 "\r\nAuthorization: Bearer wrong-token-0123456789\r\nX-Forwarded-For: 203.0.113.7\r\n"
+                                "Forwarded: for=192.0.2.60\r\n"
                                 "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
                                 "Connection: close\r\nContent-Length: 2\r\n\r\n{}");
     CHECK(r.status == 401);

@@ -11,6 +11,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -53,6 +54,22 @@ struct drain_under_way {
     }
 };
 
+// airlock serving a deployment, where `call` makes one call to hold__release on the given port and
+// leaves what it opened open; then SIGTERM. The caller's run must end sealed as stopped by airlock.
+void check_sealed_as_stopped(std::function<void(std::uint16_t port)> const& call) {
+    sidecar_deployment d;
+    {
+        child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+        call(airlock_port(airlock));
+        airlock.signal(SIGTERM);
+        INFO(airlock.stderr_text());
+        CHECK(airlock.wait(30s) == 0);
+    }
+    d.check_outcome_then_seal("effect_done");
+    auto shown = d.only_run_shown();
+    CHECK_THAT(shown.substr(shown.find("run_sealed")), Catch::Contains("airlock stopped"));
+}
+
 }  // namespace
 
 TEST_CASE("SIGTERM drains: a slow call in flight completes, new connections are refused, exit 0, the journal verifies") {
@@ -91,6 +108,23 @@ TEST_CASE("a second SIGTERM during the drain stops airlock at once, and the jour
         CHECK_THAT(airlock.stderr_text(), !Catch::Contains("is sealed"));
     }
     // The session's run: the cut-off call's outcome is journaled, and then the run is sealed.
+    d.check_outcome_then_seal("effect_failed");
+}
+
+TEST_CASE("a client that deletes its session while a call runs gets that call answered with an error saying so") {
+    sidecar_deployment d;
+    {
+        child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+        auto port = airlock_port(airlock);
+        // 100 steps of 300 ms: without an answer the client would wait out its own 60 s timeout.
+        auto client = d.client("delete", mcp_url(port), {"100"});
+        auto out = outcome(*client);
+        INFO(client->stderr_text());
+        CHECK_THAT(std::string(out.at("error").as_string()), Catch::Contains("the session was deleted"));
+        airlock.signal(SIGTERM);
+        INFO(airlock.stderr_text());
+        CHECK(airlock.wait(30s) == 0);
+    }
     d.check_outcome_then_seal("effect_failed");
 }
 
@@ -252,19 +286,33 @@ TEST_CASE("airlock_runs counts agent runs by status, a restart counts them again
 }
 
 TEST_CASE("stopping seals the runs of callers without a session: a 2026-07-28 principal's run ends sealed") {
-    sidecar_deployment d;
-    {
-        child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
-        auto port = airlock_port(airlock);
+    check_sealed_as_stopped([](std::uint16_t port) {
         auto called = modern_post(port, sidecar_deployment::token, "tools/call", "hold__release",
                                   R"("name":"hold__release","arguments":{},)");
         INFO(called.body);
         REQUIRE(called.status == 200);
-        airlock.signal(SIGTERM);
-        INFO(airlock.stderr_text());
-        CHECK(airlock.wait(30s) == 0);
-    }
-    d.check_outcome_then_seal("effect_done");
-    auto shown = d.only_run_shown();
-    CHECK_THAT(shown.substr(shown.find("run_sealed")), Catch::Contains("airlock stopped"));
+    });
+}
+
+TEST_CASE("stopping seals an open 2025-11-25 session's run as stopped by airlock, not as ended by its client") {
+    check_sealed_as_stopped([](std::uint16_t port) {
+        auto post = [&](std::string const& session, std::string const& body) {
+            std::string head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                               "\r\nAuthorization: Bearer " + sidecar_deployment::token +
+                               "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                               "MCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n";
+            if (!session.empty()) head += "Mcp-Session-Id: " + session + "\r\n";
+            return raw_http(port, head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+        };
+        auto init = post("", R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                             R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+        REQUIRE(init.status == 200);
+        auto at = init.head.find("Mcp-Session-Id: ");
+        REQUIRE(at != std::string::npos);
+        auto session = init.head.substr(at + 16, init.head.find("\r\n", at) - at - 16);
+        // The session stays open after the call: the client neither deletes it nor lets it idle out.
+        auto called = post(session, R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold__release","arguments":{}}})");
+        INFO(called.body);
+        REQUIRE(called.status == 200);
+    });
 }
