@@ -258,6 +258,14 @@ json::array approvals_of(std::vector<core::record> const& records) {
             if (auto const* c = r.body.if_contains("reason")) a["reason"] = *c;
             if (auto const* who = r.body.if_contains("reviewer")) a["reviewer"] = *who;
             a["decided_seq"] = r.seq;
+        } else if (r.kind == core::record_kind::run_sealed) {
+            // A sealed run takes no more decisions (a run awaiting approval is sealed when it is
+            // cancelled): what still waited can never be decided, so it must leave the queue.
+            for (auto& v : out)
+                if (auto& a = v.as_object(); a.at("status") == "pending") {
+                    a["status"] = "withdrawn";
+                    a["withdrawn_seq"] = r.seq;
+                }
         }
     }
     return out;
@@ -673,8 +681,9 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         if (!records) co_return problem_for(records.error(), version);
         auto all = approvals_of(*records);
         auto want = q.get("status");
-        if (want && *want != "pending" && *want != "approved" && *want != "rejected")
-            co_return problem(http::status::bad_request, "invalid_field", "status must be pending, approved or rejected",
+        if (want && *want != "pending" && *want != "approved" && *want != "rejected" && *want != "withdrawn")
+            co_return problem(http::status::bad_request, "invalid_field",
+                              "status must be pending, approved, rejected or withdrawn",
                               {{"status", "unknown approval status"}}, version);
         json::array out;
         for (auto& a : all)

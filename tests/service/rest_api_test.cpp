@@ -255,6 +255,24 @@ TEST_CASE("REST: bad query parameters are refused with a problem naming the fiel
     }
 }
 
+TEST_CASE("REST: a sealed run's undecided approval reads withdrawn, and is no longer pending", "[rest]") {
+    rest_fixture f;
+    auto id = f.write_run("teller", "ok", false);
+    std::vector<core::new_record> asked{{core::record_kind::approval_requested,
+                                         json::object{{"effect_key", id + "/000004/tool"}, {"tool", "tool://ledger/read"}}}};
+    REQUIRE(run_awaitable(f.journal->async_append(id, asked)).has_value());
+    CHECK(body_of(f.request("GET", "/v1/runs/" + id)).at("pending_approvals") == 1);
+
+    REQUIRE(run_awaitable(f.journal->async_seal(id, "cancelled", "cancelled by request")).has_value());
+    CHECK(body_of(f.request("GET", "/v1/runs/" + id)).at("pending_approvals") == 0);
+    CHECK(body_of(f.request("GET", "/v1/runs/" + id + "/approvals?status=pending")).at("approvals").as_array().empty());
+    auto withdrawn = body_of(f.request("GET", "/v1/runs/" + id + "/approvals?status=withdrawn")).at("approvals").as_array();
+    REQUIRE(withdrawn.size() == 1);
+    CHECK(withdrawn[0].at("effect_key").as_string() == id + "/000004/tool");
+    // A decision made before the seal stands as it was.
+    CHECK(body_of(f.request("GET", "/v1/runs/" + id + "/approvals?status=rejected")).at("approvals").as_array().size() == 1);
+}
+
 TEST_CASE("REST: GET /v1/runs/{id} shows the run's input, answer, reason and counts; unknown runs are 404",
           "[rest]") {
     rest_fixture f;

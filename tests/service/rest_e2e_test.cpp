@@ -263,3 +263,34 @@ TEST_CASE("REST end to end: a run's own principal cannot approve its call, an op
     CHECK(approvals.at("approvals").as_array()[0].at("status") == "approved");
     CHECK(approvals.at("approvals").as_array()[0].at("reviewer") == "carol");
 }
+
+TEST_CASE("REST end to end: a run cancelled while awaiting approval has no pending approval left: it reads "
+          "withdrawn and cannot be decided",
+          "[rest][e2e]") {
+    temp_dir edits{"airlock-rest-e2e-manifest"};
+    auto reviewed = teller::edited_manifest(edits.path(), "teller-reviewed.yaml",
+                                            "      description: Read a ledger account's balance.\n",
+                                            "      requires_approval: true\n"
+                                            "      description: Read a ledger account's balance.\n");
+    served_teller s(source("examples/teller.script.yaml"), reviewed.string());
+    auto waiting = parsed(s.call("POST", "/v1/runs?wait=30", R"({"agent":"teller","input":"AC-1?"})"));
+    REQUIRE(waiting.at("status") == "awaiting_approval");
+    CHECK(waiting.at("pending_approvals") == 1);
+    auto id = std::string(waiting.at("run_id").as_string());
+
+    REQUIRE(s.call("POST", "/v1/runs/" + id + "/cancel").status == 202);
+    auto run = parsed(s.call("GET", "/v1/runs/" + id));
+    CHECK(run.at("status") == "cancelled");
+    CHECK(run.at("sealed") == true);
+    CHECK(run.at("pending_approvals") == 0);
+
+    auto pending = parsed(s.call_as(carol_token, "GET", "/v1/runs/" + id + "/approvals?status=pending"));
+    CHECK(pending.at("approvals").as_array().empty());
+    auto withdrawn = parsed(s.call_as(carol_token, "GET", "/v1/runs/" + id + "/approvals?status=withdrawn"));
+    REQUIRE(withdrawn.at("approvals").as_array().size() == 1);
+    CHECK(withdrawn.at("approvals").as_array()[0].at("effect_key").as_string() == id + "/000002/tool");
+
+    auto late = s.call_as(carol_token, "POST", "/v1/runs/" + id + "/approvals/" + id + "%2F000002%2Ftool",
+                          R"({"decision":"approve"})");
+    CHECK(late.status == 409);
+}
