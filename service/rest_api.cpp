@@ -1,5 +1,6 @@
 #include "service/rest_api.hpp"
 #include "service/request_observer.hpp"
+#include "service/rfc3339.hpp"
 
 #include "core/canonical_json.hpp"
 #include "core/journal_rules.hpp"
@@ -469,15 +470,18 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         }
         if (auto a = q.get("agent")) f.agent = *a;
         if (auto s = q.get("since")) {
-            // RFC 3339 compare as strings only in their canonical UTC form: 2026-11-30T10:00:00Z...
-            bool shape = s->size() >= 20 && (*s)[4] == '-' && (*s)[7] == '-' && (*s)[10] == 'T' && s->back() == 'Z';
-            if (!shape)
-                co_return problem(http::status::bad_request, "invalid_field", "since must be an RFC 3339 UTC time",
-                                  {{"since", "e.g. 2026-11-30T10:00:00Z"}}, version);
-            f.since = *s;
+            auto bound = since_bound(*s);
+            if (!bound)
+                co_return problem(http::status::bad_request, "invalid_field", "since must be an RFC 3339 time",
+                                  {{"since", "e.g. 2026-11-30T10:00:00Z or 2026-11-30T11:00:00+01:00"}}, version);
+            f.since = std::move(*bound);
         }
         if (auto c = q.get("cursor")) {
-            if (c->empty() || !core::check_run_id(*c))
+            // A next_cursor is the last run of a page the caller saw, so it names a run the caller
+            // sees; anything else would silently start the listing somewhere arbitrary.
+            auto last = co_await run_head(*c);
+            if (!last && last.error().code != "unknown_run") co_return problem_for(last.error(), version);
+            if (!last)
                 co_return problem(http::status::bad_request, "invalid_field", "cursor is not one this API returned",
                                   {{"cursor", "use next_cursor from the previous page"}}, version);
             f.cursor = *c;

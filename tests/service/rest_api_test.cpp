@@ -246,6 +246,10 @@ TEST_CASE("REST: bad query parameters are refused with a problem naming the fiel
         {"/v1/runs?status=finished", "status"}, {"/v1/runs?limit=0", "limit"},
         {"/v1/runs?colour=red", "colour"},      {"/v1/runs?agent=a&agent=b", "agent"},
         {"/v1/runs?since=yesterday", "since"},
+        {"/v1/runs?since=2026-11-30T10:00:00Zjunk", "since"},
+        {"/v1/runs?since=2026-11-30Tgarbage:00Z", "since"},
+        {"/v1/runs?since=2026-11-30", "since"},
+        {"/v1/runs?cursor=zzz", "cursor"},
     };
     for (auto const& [target, field] : cases) {
         INFO(target);
@@ -253,6 +257,29 @@ TEST_CASE("REST: bad query parameters are refused with a problem naming the fiel
         CHECK(res.status == 400);
         CHECK(first_error_field(body_of(res)) == field);
     }
+}
+
+TEST_CASE("REST: since takes any RFC 3339 time and honours its offset", "[rest]") {
+    rest_fixture f;
+    auto id = f.write_run("teller", "42");  // admitted at 2026-11-30T10:0N:00Z
+    // 11:00+01:00 is 10:00Z, before the run; 10:00-01:00 is 11:00Z, after it ('+' is %2B in a query).
+    CHECK(listed_run_ids(f.request("GET", "/v1/runs?since=2026-11-30T11:00:00%2B01:00").body).count(id) == 1);
+    CHECK(listed_run_ids(f.request("GET", "/v1/runs?since=2026-11-30T10:00:00-01:00").body).empty());
+    CHECK(listed_run_ids(f.request("GET", "/v1/runs?since=2026-11-30T09:59:59.5Z").body).count(id) == 1);
+}
+
+TEST_CASE("REST: a cursor that names no run of the caller's is refused, not read as an empty page", "[rest]") {
+    rest_fixture f;
+    f.write_run("teller", "42");
+    auto bobs = f.write_run("teller", "43", true, "bob");
+    auto res = f.request("GET", "/v1/runs?cursor=01ZZZZZZZZZZZZZZZZZZZZZZZZ");
+    CHECK(res.status == 400);
+    CHECK(has_header(res, "content-type: application/problem+json"));
+    CHECK(first_error_field(body_of(res)) == "cursor");
+    // Another principal's run is no cursor of alice's either, and answers just as one that does not exist.
+    auto foreign = f.request("GET", "/v1/runs?cursor=" + bobs);
+    CHECK(foreign.status == 400);
+    CHECK(foreign.body == res.body);
 }
 
 TEST_CASE("REST: a sealed run's undecided approval reads withdrawn, and is no longer pending", "[rest]") {
