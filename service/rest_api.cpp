@@ -172,6 +172,12 @@ std::optional<std::uint64_t> parse_uint(std::string_view s) {
     return n;
 }
 
+// What is wrong with a query parameter that must be a whole number within a range: that it is not
+// one at all ("1.5", "-1", "ten") is worth saying apart from its being out of range.
+std::string range_fault(std::optional<std::uint64_t> const& parsed, std::string_view what) {
+    return parsed ? "out of range" : "must be " + std::string(what);
+}
+
 json::string_view string_field(json::object const& o, std::string_view key) {
     auto const* v = o.if_contains(key);
     if (!v || !v->is_string()) return {};
@@ -331,7 +337,18 @@ std::vector<std::pair<std::string, std::string>> rest_api::routes() {
 asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
     auto const version = req.version();
 
-    // The door first: Host, Origin, then the bearer token, exactly as at /mcp.
+    // The route is found before the door answers, so a request the door turns away is still logged
+    // and counted under the route it asked for.
+    auto parsed = boost::urls::parse_origin_form(req.target());
+    std::vector<std::string> segments;
+    if (parsed) {
+        for (auto seg : parsed->segments()) segments.push_back(seg);
+        if (!segments.empty() && segments.back().empty()) segments.pop_back();  // a trailing slash
+    }
+    auto m = parsed ? match(req.method(), segments) : matched{};
+    if (m.r) note_route(req, m.r->path);  // the template, so metrics and logs name the route, not the path
+
+    // The door answers first: Host, Origin, then the bearer token, exactly as at /mcp.
     if (!options_.allowed_hosts.empty()) {
         auto host = req[http::field::host];
         if (std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), lowered(host)) ==
@@ -366,11 +383,7 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         }
     }
 
-    auto parsed = boost::urls::parse_origin_form(req.target());
     if (!parsed) co_return problem(http::status::bad_request, "bad_request", "the request target is not a valid path", {}, version);
-    std::vector<std::string> segments;
-    for (auto seg : parsed->segments()) segments.push_back(seg);
-    if (!segments.empty() && segments.back().empty()) segments.pop_back();  // a trailing slash
     query q;
     for (auto p : parsed->params()) {
         if (q.get(p.key)) {
@@ -381,7 +394,6 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         q.params.emplace_back(p.key, p.has_value ? std::string(p.value) : std::string());
     }
 
-    auto m = match(req.method(), segments);
     if (!m.r) {
         if (m.path_known) {
             auto res = problem(http::status::method_not_allowed, "method_not_allowed",
@@ -392,7 +404,6 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         co_return problem(http::status::not_found, "not_found", "no route for " + std::string(parsed->path()), {},
                           version);
     }
-    note_route(req, m.r->path);  // the template, so metrics and logs name the route, not the path
 
     auto const known_params = [&](std::initializer_list<std::string_view> allowed) -> std::optional<std::string> {
         for (auto const& [k, v] : q.params)
@@ -403,9 +414,10 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         return problem(http::status::bad_request, "bad_request", "unknown query parameter '" + key + "'",
                        {{key, "not a parameter of this route"}}, version);
     };
-    // The body of a POST: a JSON object (empty body → {}), parsed strictly (duplicate keys refused).
+    // The body of a POST: a JSON object, parsed strictly (duplicate keys refused). An empty body is
+    // not JSON: read as {}, it would be blamed on fields the caller never sent.
     auto body_object = [&]() -> core::result<json::object> {
-        if (req.body().empty()) return json::object{};
+        if (req.body().empty()) return core::make_error("bad_request", "the body is empty: it must be a JSON object");
         auto ct = req[http::field::content_type];
         auto base = lowered(ct.substr(0, ct.find(';')));
         while (!base.empty() && base.back() == ' ') base.pop_back();
@@ -490,8 +502,8 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         if (auto l = q.get("limit")) {
             auto n = parse_uint(*l);
             if (!n || *n == 0 || *n > options_.max_page)
-                co_return problem(http::status::bad_request, "invalid_field", "limit must be a number from 1 to " +
-                                  std::to_string(options_.max_page), {{"limit", "out of range"}}, version);
+                co_return problem(http::status::bad_request, "invalid_field", "limit must be a whole number from 1 to " +
+                                  std::to_string(options_.max_page), {{"limit", range_fault(n, "a whole number")}}, version);
             f.limit = static_cast<std::size_t>(*n);
         }
         auto page = co_await options_.journal->async_runs(f);
@@ -512,8 +524,8 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
             auto n = parse_uint(*w);
             if (!n || *n > static_cast<std::uint64_t>(options_.max_wait.count()))
                 co_return problem(http::status::bad_request, "invalid_field",
-                                  "wait must be a number of seconds from 0 to " + std::to_string(options_.max_wait.count()),
-                                  {{"wait", "out of range"}}, version);
+                                  "wait must be a whole number of seconds from 0 to " + std::to_string(options_.max_wait.count()),
+                                  {{"wait", range_fault(n, "a whole number of seconds")}}, version);
             wait = std::chrono::seconds(*n);
         }
         auto body = body_object();
@@ -613,8 +625,8 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         if (auto f = q.get("from_seq")) {
             auto n = parse_uint(*f);
             if (!n || *n == 0)
-                co_return problem(http::status::bad_request, "invalid_field", "from_seq must be a number from 1",
-                                  {{"from_seq", "out of range"}}, version);
+                co_return problem(http::status::bad_request, "invalid_field", "from_seq must be a whole number from 1",
+                                  {{"from_seq", range_fault(n, "a whole number")}}, version);
             from = *n;
         }
         auto head = co_await run_head(m.captures[0]);

@@ -282,6 +282,25 @@ TEST_CASE("REST: a cursor that names no run of the caller's is refused, not read
     CHECK(foreign.body == res.body);
 }
 
+TEST_CASE("REST: an empty POST body is not JSON: 400, not a field error", "[rest]") {
+    rest_fixture f(false, true);
+    auto res = f.request("POST", "/v1/runs", "");
+    CHECK(res.status == 400);
+    CHECK(has_header(res, "content-type: application/problem+json"));
+    CHECK(body_of(res).at("detail").as_string().find("empty") != std::string::npos);
+    CHECK_FALSE(body_of(res).contains("errors"));
+}
+
+TEST_CASE("REST: a wait that is not a whole number says so; one too long says it is out of range", "[rest]") {
+    rest_fixture f(false, true);
+    auto fraction = body_of(f.request("POST", "/v1/runs?wait=1.5", R"({"agent":"teller","input":"hi"})"));
+    CHECK(fraction.at("status") == 400);
+    CHECK(fraction.at("errors").as_array()[0].at("message") == "must be a whole number of seconds");
+    auto too_long = body_of(f.request("POST", "/v1/runs?wait=61", R"({"agent":"teller","input":"hi"})"));
+    CHECK(too_long.at("status") == 400);
+    CHECK(too_long.at("errors").as_array()[0].at("message") == "out of range");
+}
+
 TEST_CASE("REST: a sealed run's undecided approval reads withdrawn, and is no longer pending", "[rest]") {
     rest_fixture f;
     auto id = f.write_run("teller", "ok", false);
