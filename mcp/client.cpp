@@ -74,7 +74,8 @@ tool_error mcp_client::to_tool_error(transport_error const& e, std::string const
     switch (e.what) {
         case transport_error::kind::not_sent: k = tool_error_kind::unreachable; break;
         case transport_error::kind::no_reply:
-        case transport_error::kind::deadline: k = tool_error_kind::timed_out; break;
+        case transport_error::kind::deadline:
+        case transport_error::kind::cancelled: k = tool_error_kind::timed_out; break;
         case transport_error::kind::session_expired: k = tool_error_kind::unreachable; break;
         case transport_error::kind::http_status:
             // A 4xx says the server turned the request away; a 5xx may have come after the work.

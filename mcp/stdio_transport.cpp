@@ -946,7 +946,8 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         }
         spdlog::info("upstream {}: request {} ({}): {}; sent notifications/cancelled", name(), to_string(req.id),
                      req.method, why);
-        co_return fail(transport_error::kind::deadline, "upstream " + name() + ": " + req.method + ": " + why);
+        co_return fail(by_caller ? transport_error::kind::cancelled : transport_error::kind::deadline,
+                       "upstream " + name() + ": " + req.method + ": " + why);
     }
 
     asio::awaitable<transport_result<void>> do_notify(keep_alive, notification n) {

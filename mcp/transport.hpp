@@ -25,6 +25,7 @@ struct transport_error {
         not_sent,         // failed before the request was written: it certainly did not happen
         no_reply,         // written, then the connection or process went away: in doubt
         deadline,         // written, no reply within the deadline: in doubt
+        cancelled,        // written, then whoever awaited it gave up before the reply: in doubt
         session_expired,  // legacy HTTP: 404 for our session id; re-initialize and retry once
         http_status,      // the server answered with an HTTP error status and no JSON-RPC body
         protocol,         // the reply could not be understood (not JSON-RPC, wrong content type)

@@ -257,18 +257,22 @@ public:
 
     std::optional<std::uint64_t> count(YAML::Node const& n, std::string const& path, std::uint64_t min,
                                        std::uint64_t max) {
-        if (!n.IsScalar() || classify(n) != scalar_kind::integer || !all_digits(n.Scalar())) {
-            fail("wrong_type", path + " must be a whole number, not " + describe(n));
+        auto out_of_range = [&] {
+            fail("invalid_value", path + " is " + n.Scalar() + "; it must be between " + std::to_string(min) + " and " +
+                                      std::to_string(max));
+            return std::nullopt;
+        };
+        bool const integer = n.IsScalar() && classify(n) == scalar_kind::integer;
+        // -1 is a whole number by type and wrong by value: say which values fit.
+        if (integer && n.Scalar().starts_with('-')) return out_of_range();
+        if (!integer || !all_digits(n.Scalar())) {
+            fail("wrong_type", path + " must be a whole number written in digits, not " + describe(n));
             return std::nullopt;
         }
         std::uint64_t v = 0;
         auto const& s = n.Scalar();
         auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        if (ec != std::errc{} || v < min || v > max) {
-            fail("invalid_value", path + " is " + s + "; it must be between " + std::to_string(min) + " and " +
-                                      std::to_string(max));
-            return std::nullopt;
-        }
+        if (ec != std::errc{} || v < min || v > max) return out_of_range();
         return v;
     }
 

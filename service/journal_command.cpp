@@ -2,6 +2,7 @@
 
 #include "core/canonical_json.hpp"
 #include "core/journal.hpp"
+#include "service/config.hpp"
 #include "store/lmdb_store.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -16,12 +17,13 @@ namespace airlock::service {
 namespace {
 
 constexpr char usage_text[] =
-    "usage: airlock journal <verify|show|export|import> [--journal DIR] ...\n"
+    "usage: airlock journal <verify|show|export|import> [--journal DIR | --config FILE] ...\n"
     "  verify (--all | RUN)   check hash chains; names the first bad seq of each broken run\n"
     "  show RUN               one line per record: seq, kind, hash prefix, body\n"
     "  export RUN             the run's records as JSON lines (canonical JSON), to stdout\n"
     "  import FILE            verify an exported run, then write it whole (refused whole if broken)\n"
-    "  --journal DIR          journal directory (default: var/journal)\n";
+    "  --journal DIR          journal directory (default: var/journal)\n"
+    "  --config FILE          take the journal from this configuration (journal.dir)\n";
 
 template <class T>
 T run_sync(boost::asio::awaitable<T> task) {
@@ -132,21 +134,25 @@ int import_file(store::lmdb_store& s, std::string const& path) {
 }  // namespace
 
 int run_journal(std::vector<std::string> const& args) {
-    std::string dir = "var/journal";
+    std::optional<std::string> dir, config_file;
     std::vector<std::string> pos;
     for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--help" || args[i] == "-h") {
+        auto const& a = args[i];
+        if (a == "--help" || a == "-h") {
             std::cout << usage_text;
             return 0;
         }
-        if (args[i] == "--journal") {
+        if (a == "--journal" || a == "--config") {
             if (i + 1 >= args.size()) {
-                std::cerr << "airlock journal: --journal needs a directory\n";
+                std::cerr << "airlock journal: " << a << " needs a value\n";
                 return 2;
             }
-            dir = args[++i];
+            (a == "--journal" ? dir : config_file) = args[++i];
+        } else if (a.starts_with("--") && a != "--all") {
+            std::cerr << "airlock journal: unknown option '" << a << "'\n" << usage_text;
+            return 2;
         } else {
-            pos.push_back(args[i]);
+            pos.push_back(a);
         }
     }
     if (pos.empty()) {
@@ -160,15 +166,32 @@ int run_journal(std::vector<std::string> const& args) {
         return 2;
     }
     if (pos.size() != 2) {
-        std::cerr << "airlock journal " << verb << ": expected one argument\n" << usage_text;
+        auto operand = verb == "import" ? "FILE" : verb == "verify" ? "RUN or --all" : "RUN";
+        std::cerr << "airlock journal " << verb << ": expected " << operand << ", " << (pos.size() - 1)
+                  << " arguments given\n"
+                  << usage_text;
         return 2;
     }
+    if (dir && config_file) {
+        std::cerr << "airlock journal: give --journal or --config, not both\n";
+        return 2;
+    }
+    store::lmdb_options opts;
+    opts.directory = dir.value_or("var/journal");
+    if (config_file) {
+        auto c = load_config(*config_file);
+        if (!c) {
+            std::cerr << "airlock journal: " << *config_file << ": " << c.error().message << "\n";
+            return 1;
+        }
+        opts = c->journal;
+    }
     // Read-only actions must not create a journal where none was.
-    if (verb != "import" && !std::filesystem::exists(std::filesystem::path(dir) / "data.mdb")) {
-        std::cerr << "airlock journal: no journal at '" << dir << "'\n";
+    if (verb != "import" && !std::filesystem::exists(opts.directory / "data.mdb")) {
+        std::cerr << "airlock journal: no journal at '" << opts.directory.string() << "'\n";
         return 1;
     }
-    auto opened = store::lmdb_store::open({dir});
+    auto opened = store::lmdb_store::open(opts);
     if (!opened) {
         std::cerr << "airlock journal: " << opened.error().message << "\n";
         return 1;

@@ -94,7 +94,7 @@ constexpr char const* openapi_text = R"json({
     "/v1/runs/{id}/approvals": {
       "parameters": [{"$ref": "#/components/parameters/RunId"}],
       "get": {"summary": "The run's approval requests and their decisions", "operationId": "listApprovals",
-        "parameters": [{"name": "status", "in": "query", "schema": {"enum": ["pending", "approved", "rejected"]}}],
+        "parameters": [{"name": "status", "in": "query", "schema": {"enum": ["pending", "approved", "rejected", "withdrawn"]}}],
         "responses": {"200": {"description": "Approvals", "content": {"application/json": {"schema": {"type": "object", "properties": {"run_id": {"type": "string"}, "approvals": {"type": "array", "items": {"$ref": "#/components/schemas/Approval"}}}}}}},
                       "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
                       "404": {"$ref": "#/components/responses/Problem"}}}
@@ -154,8 +154,9 @@ constexpr char const* openapi_text = R"json({
         "run_id": {"type": "string"}, "verified": {"type": "boolean"}, "records": {"type": "integer"}, "head": {"type": "string"},
         "fault": {"type": "object", "properties": {"seq": {"type": "integer"}, "reason": {"type": "string"}}}}},
       "Approval": {"type": "object", "properties": {
-        "effect_key": {"type": "string"}, "tool": {"type": "string"}, "arguments": {}, "status": {"enum": ["pending", "approved", "rejected"]},
-        "reason": {"type": "string"}, "reviewer": {"type": "string"}, "requested_seq": {"type": "integer"}, "decided_seq": {"type": "integer"}}},
+        "effect_key": {"type": "string"}, "tool": {"type": "string"}, "arguments": {}, "status": {"enum": ["pending", "approved", "rejected", "withdrawn"]},
+        "reason": {"type": "string"}, "reviewer": {"type": "string"}, "requested_seq": {"type": "integer"}, "decided_seq": {"type": "integer"},
+        "withdrawn_seq": {"type": "integer"}}},
       "Decision": {"type": "object", "required": ["decision"], "additionalProperties": false, "properties": {
         "decision": {"enum": ["approve", "reject"]}, "reason": {"type": "string", "maxLength": 4096}}},
       "Agent": {"type": "object", "properties": {

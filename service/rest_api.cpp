@@ -1,5 +1,6 @@
 #include "service/rest_api.hpp"
 #include "service/request_observer.hpp"
+#include "service/rfc3339.hpp"
 
 #include "core/canonical_json.hpp"
 #include "core/journal_rules.hpp"
@@ -171,6 +172,12 @@ std::optional<std::uint64_t> parse_uint(std::string_view s) {
     return n;
 }
 
+// What is wrong with a query parameter that must be a whole number within a range: that it is not
+// one at all ("1.5", "-1", "ten") is worth saying apart from its being out of range.
+std::string range_fault(std::optional<std::uint64_t> const& parsed, std::string_view what) {
+    return parsed ? "out of range" : "must be " + std::string(what);
+}
+
 json::string_view string_field(json::object const& o, std::string_view key) {
     auto const* v = o.if_contains(key);
     if (!v || !v->is_string()) return {};
@@ -258,6 +265,14 @@ json::array approvals_of(std::vector<core::record> const& records) {
             if (auto const* c = r.body.if_contains("reason")) a["reason"] = *c;
             if (auto const* who = r.body.if_contains("reviewer")) a["reviewer"] = *who;
             a["decided_seq"] = r.seq;
+        } else if (r.kind == core::record_kind::run_sealed) {
+            // A sealed run takes no more decisions (a run awaiting approval is sealed when it is
+            // cancelled): what still waited can never be decided, so it must leave the queue.
+            for (auto& v : out)
+                if (auto& a = v.as_object(); a.at("status") == "pending") {
+                    a["status"] = "withdrawn";
+                    a["withdrawn_seq"] = r.seq;
+                }
         }
     }
     return out;
@@ -322,7 +337,18 @@ std::vector<std::pair<std::string, std::string>> rest_api::routes() {
 asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
     auto const version = req.version();
 
-    // The door first: Host, Origin, then the bearer token, exactly as at /mcp.
+    // The route is found before the door answers, so a request the door turns away is still logged
+    // and counted under the route it asked for.
+    auto parsed = boost::urls::parse_origin_form(req.target());
+    std::vector<std::string> segments;
+    if (parsed) {
+        for (auto seg : parsed->segments()) segments.push_back(seg);
+        if (!segments.empty() && segments.back().empty()) segments.pop_back();  // a trailing slash
+    }
+    auto m = parsed ? match(req.method(), segments) : matched{};
+    if (m.r) note_route(req, m.r->path);  // the template, so metrics and logs name the route, not the path
+
+    // The door answers first: Host, Origin, then the bearer token, exactly as at /mcp.
     if (!options_.allowed_hosts.empty()) {
         auto host = req[http::field::host];
         if (std::find(options_.allowed_hosts.begin(), options_.allowed_hosts.end(), lowered(host)) ==
@@ -357,11 +383,7 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         }
     }
 
-    auto parsed = boost::urls::parse_origin_form(req.target());
     if (!parsed) co_return problem(http::status::bad_request, "bad_request", "the request target is not a valid path", {}, version);
-    std::vector<std::string> segments;
-    for (auto seg : parsed->segments()) segments.push_back(seg);
-    if (!segments.empty() && segments.back().empty()) segments.pop_back();  // a trailing slash
     query q;
     for (auto p : parsed->params()) {
         if (q.get(p.key)) {
@@ -372,7 +394,6 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         q.params.emplace_back(p.key, p.has_value ? std::string(p.value) : std::string());
     }
 
-    auto m = match(req.method(), segments);
     if (!m.r) {
         if (m.path_known) {
             auto res = problem(http::status::method_not_allowed, "method_not_allowed",
@@ -383,7 +404,6 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         co_return problem(http::status::not_found, "not_found", "no route for " + std::string(parsed->path()), {},
                           version);
     }
-    note_route(req, m.r->path);  // the template, so metrics and logs name the route, not the path
 
     auto const known_params = [&](std::initializer_list<std::string_view> allowed) -> std::optional<std::string> {
         for (auto const& [k, v] : q.params)
@@ -394,9 +414,10 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         return problem(http::status::bad_request, "bad_request", "unknown query parameter '" + key + "'",
                        {{key, "not a parameter of this route"}}, version);
     };
-    // The body of a POST: a JSON object (empty body → {}), parsed strictly (duplicate keys refused).
+    // The body of a POST: a JSON object, parsed strictly (duplicate keys refused). An empty body is
+    // not JSON: read as {}, it would be blamed on fields the caller never sent.
     auto body_object = [&]() -> core::result<json::object> {
-        if (req.body().empty()) return json::object{};
+        if (req.body().empty()) return core::make_error("bad_request", "the body is empty: it must be a JSON object");
         auto ct = req[http::field::content_type];
         auto base = lowered(ct.substr(0, ct.find(';')));
         while (!base.empty() && base.back() == ' ') base.pop_back();
@@ -461,15 +482,18 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         }
         if (auto a = q.get("agent")) f.agent = *a;
         if (auto s = q.get("since")) {
-            // RFC 3339 compare as strings only in their canonical UTC form: 2026-11-30T10:00:00Z...
-            bool shape = s->size() >= 20 && (*s)[4] == '-' && (*s)[7] == '-' && (*s)[10] == 'T' && s->back() == 'Z';
-            if (!shape)
-                co_return problem(http::status::bad_request, "invalid_field", "since must be an RFC 3339 UTC time",
-                                  {{"since", "e.g. 2026-11-30T10:00:00Z"}}, version);
-            f.since = *s;
+            auto bound = since_bound(*s);
+            if (!bound)
+                co_return problem(http::status::bad_request, "invalid_field", "since must be an RFC 3339 time",
+                                  {{"since", "e.g. 2026-11-30T10:00:00Z or 2026-11-30T11:00:00+01:00"}}, version);
+            f.since = std::move(*bound);
         }
         if (auto c = q.get("cursor")) {
-            if (c->empty() || !core::check_run_id(*c))
+            // A next_cursor is the last run of a page the caller saw, so it names a run the caller
+            // sees; anything else would silently start the listing somewhere arbitrary.
+            auto last = co_await run_head(*c);
+            if (!last && last.error().code != "unknown_run") co_return problem_for(last.error(), version);
+            if (!last)
                 co_return problem(http::status::bad_request, "invalid_field", "cursor is not one this API returned",
                                   {{"cursor", "use next_cursor from the previous page"}}, version);
             f.cursor = *c;
@@ -478,8 +502,8 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         if (auto l = q.get("limit")) {
             auto n = parse_uint(*l);
             if (!n || *n == 0 || *n > options_.max_page)
-                co_return problem(http::status::bad_request, "invalid_field", "limit must be a number from 1 to " +
-                                  std::to_string(options_.max_page), {{"limit", "out of range"}}, version);
+                co_return problem(http::status::bad_request, "invalid_field", "limit must be a whole number from 1 to " +
+                                  std::to_string(options_.max_page), {{"limit", range_fault(n, "a whole number")}}, version);
             f.limit = static_cast<std::size_t>(*n);
         }
         auto page = co_await options_.journal->async_runs(f);
@@ -500,8 +524,8 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
             auto n = parse_uint(*w);
             if (!n || *n > static_cast<std::uint64_t>(options_.max_wait.count()))
                 co_return problem(http::status::bad_request, "invalid_field",
-                                  "wait must be a number of seconds from 0 to " + std::to_string(options_.max_wait.count()),
-                                  {{"wait", "out of range"}}, version);
+                                  "wait must be a whole number of seconds from 0 to " + std::to_string(options_.max_wait.count()),
+                                  {{"wait", range_fault(n, "a whole number of seconds")}}, version);
             wait = std::chrono::seconds(*n);
         }
         auto body = body_object();
@@ -601,8 +625,8 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         if (auto f = q.get("from_seq")) {
             auto n = parse_uint(*f);
             if (!n || *n == 0)
-                co_return problem(http::status::bad_request, "invalid_field", "from_seq must be a number from 1",
-                                  {{"from_seq", "out of range"}}, version);
+                co_return problem(http::status::bad_request, "invalid_field", "from_seq must be a whole number from 1",
+                                  {{"from_seq", range_fault(n, "a whole number")}}, version);
             from = *n;
         }
         auto head = co_await run_head(m.captures[0]);
@@ -673,8 +697,9 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         if (!records) co_return problem_for(records.error(), version);
         auto all = approvals_of(*records);
         auto want = q.get("status");
-        if (want && *want != "pending" && *want != "approved" && *want != "rejected")
-            co_return problem(http::status::bad_request, "invalid_field", "status must be pending, approved or rejected",
+        if (want && *want != "pending" && *want != "approved" && *want != "rejected" && *want != "withdrawn")
+            co_return problem(http::status::bad_request, "invalid_field",
+                              "status must be pending, approved, rejected or withdrawn",
                               {{"status", "unknown approval status"}}, version);
         json::array out;
         for (auto& a : all)

@@ -3,6 +3,7 @@
 #include "core/journal.hpp"
 #include "core/journal_rules.hpp"
 #include "service/config.hpp"
+#include "service/rfc3339.hpp"
 #include "store/lmdb_store.hpp"
 
 #include <boost/json/serialize.hpp>
@@ -23,8 +24,9 @@ constexpr char usage_text[] =
     "  --config FILE   take the journal directory from this configuration\n"
     "  --status S      running, succeeded, failed, exhausted, awaiting_approval, quarantined, cancelled\n"
     "  --agent NAME    runs of this agent only\n"
-    "  --since TIME    runs admitted at or after this RFC 3339 UTC time\n"
+    "  --since TIME    runs admitted at or after this RFC 3339 time (an offset is honoured)\n"
     "  --limit N       at most N runs (1 to 10000, default 100); the next page's cursor is printed last\n"
+    "  --cursor RUN    the page after this run (the 'more: --cursor' of the page before)\n"
     "  --json          one JSON object per line instead of a table\n";
 
 }  // namespace
@@ -57,8 +59,17 @@ int run_runs(std::vector<std::string> const& args) {
         if (a == "--journal") dir = v;
         else if (a == "--config") config_file = v;
         else if (a == "--agent") filter.agent = v;
-        else if (a == "--since") filter.since = v;
-        else if (a == "--cursor") filter.cursor = v;
+        else if (a == "--since") {
+            // The same reading as GET /v1/runs?since=: the journal compares one spelling of a time,
+            // so any other is converted, and what is not a time at all is refused.
+            auto bound = since_bound(v);
+            if (!bound) {
+                std::cerr << "airlock runs: --since: '" << v
+                          << "' is not an RFC 3339 time (e.g. 2026-11-30T10:00:00Z or 2026-11-30T11:00:00+01:00)\n";
+                return 2;
+            }
+            filter.since = std::move(*bound);
+        } else if (a == "--cursor") filter.cursor = v;
         else if (a == "--status") {
             if (std::find(std::begin(core::run_statuses), std::end(core::run_statuses), v) == std::end(core::run_statuses)) {
                 std::cerr << "airlock runs: --status: '" << v << "' is not a run status\n";
@@ -99,6 +110,19 @@ int run_runs(std::vector<std::string> const& args) {
     if (!opened) {
         std::cerr << "airlock runs: " << opened.error().message << "\n";
         return 1;
+    }
+    // A cursor is the last run of a page printed before; any other would list from an arbitrary place.
+    if (filter.cursor) {
+        auto last = (*opened)->head(*filter.cursor);
+        if (!last) {
+            std::cerr << "airlock runs: " << last.error().message << "\n";
+            return 1;
+        }
+        if (!*last) {
+            std::cerr << "airlock runs: --cursor: no run '" << *filter.cursor
+                      << "' in this journal (give the run printed after 'more: --cursor')\n";
+            return 2;
+        }
     }
     auto page = (*opened)->runs(filter);
     if (!page) {

@@ -6,6 +6,7 @@
 #include "core/tool_id.hpp"
 #include "mcp/client.hpp"
 #include "service/keygen_command.hpp"
+#include "service/rfc3339.hpp"
 
 #include <boost/json/value.hpp>
 
@@ -120,52 +121,6 @@ std::string format_time(std::chrono::sys_seconds t) {
                   static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
                   static_cast<int>(hms.seconds().count()));
     return buf;
-}
-
-// RFC 3339 date-time: YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM). A fraction is dropped, which is
-// the floor, so "valid until 10:00:00" still reads as expired at 10:00:00.5.
-std::optional<std::chrono::sys_seconds> parse_rfc3339(std::string_view s) {
-    using namespace std::chrono;
-    auto digits = [&](std::size_t pos, std::size_t len) -> std::optional<int> {
-        if (pos + len > s.size()) return std::nullopt;
-        int n = 0;
-        for (std::size_t i = pos; i < pos + len; ++i) {
-            if (s[i] < '0' || s[i] > '9') return std::nullopt;
-            n = n * 10 + (s[i] - '0');
-        }
-        return n;
-    };
-    auto is = [&](std::size_t pos, std::string_view any) { return pos < s.size() && any.find(s[pos]) != any.npos; };
-    auto y = digits(0, 4), mo = digits(5, 2), d = digits(8, 2), h = digits(11, 2), mi = digits(14, 2),
-         sec = digits(17, 2);
-    if (!y || !mo || !d || !h || !mi || !sec || !is(4, "-") || !is(7, "-") || !is(10, "Tt ") || !is(13, ":") ||
-        !is(16, ":"))
-        return std::nullopt;
-    std::size_t pos = 19;
-    if (is(pos, ".")) {
-        ++pos;
-        std::size_t const start = pos;
-        while (is(pos, "0123456789")) ++pos;
-        if (pos == start) return std::nullopt;
-    }
-    minutes offset{0};
-    if (is(pos, "Zz")) {
-        ++pos;
-    } else if (is(pos, "+-")) {
-        bool const east = s[pos] == '+';
-        auto oh = digits(pos + 1, 2), om = digits(pos + 4, 2);
-        if (!oh || !om || !is(pos + 3, ":") || *oh > 23 || *om > 59) return std::nullopt;
-        offset = hours{*oh} + minutes{*om};
-        if (!east) offset = -offset;
-        pos += 6;
-    } else {
-        return std::nullopt;
-    }
-    if (pos != s.size()) return std::nullopt;
-    year_month_day const ymd{year{*y}, month{static_cast<unsigned>(*mo)}, day{static_cast<unsigned>(*d)}};
-    // RFC 3339 allows a leap second (:60); it lies within the last second of its minute.
-    if (!ymd.ok() || *h > 23 || *mi > 59 || *sec > 60) return std::nullopt;
-    return sys_seconds{sys_days{ymd}} + hours{*h} + minutes{*mi} + seconds{std::min(*sec, 59)} - offset;
 }
 
 core::result<std::string> read_all(std::string const& path) {

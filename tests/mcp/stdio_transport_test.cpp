@@ -538,6 +538,39 @@ TEST_CASE("a call past its deadline fails deadline and the server receives notif
     CHECK(cancelled.at("params").at("reason").is_string());
 }
 
+TEST_CASE("a call its caller gives up on fails cancelled, not deadline, and the server is told") {
+    using namespace asio::experimental::awaitable_operators;
+    fake_server fake;
+    std::optional<transport_result<message>> outcome;
+    bool cancel_arrived = false;
+    run_awaitable([&]() -> asio::awaitable<void> {
+        stdio_transport t(co_await asio::this_coro::executor, fake.options("silent"));
+        auto call = [&]() -> asio::awaitable<void> {
+            auto slow_call = make_request(7, "tools/call", json::object{{"name", "slow"}});
+            outcome = co_await t.async_request(std::move(slow_call), within(60s));
+        };
+        // The caller leaves once the server holds the call, long before its deadline.
+        auto caller_leaves = [&]() -> asio::awaitable<void> {
+            auto received = [&fake] { return fake.received().find("\"slow\"") != std::string::npos; };
+            co_await eventually(received);
+        };
+        auto racing = call();
+        auto leaving = caller_leaves();
+        co_await (std::move(racing) || std::move(leaving));
+        auto told = [&fake] { return fake.received().find("notifications/cancelled") != std::string::npos; };
+        cancel_arrived = co_await eventually(told);
+        co_await t.async_close();
+    }());
+    REQUIRE(outcome);
+    INFO(describe(*outcome));
+    REQUIRE_FALSE(outcome->has_value());
+    CHECK(outcome->error().what == kind::cancelled);
+    CHECK(to_string(outcome->error().what) == "cancelled");
+    CHECK(outcome->error().detail.find("the call was cancelled") != std::string::npos);
+    CHECK(outcome->error().detail.find("deadline") == std::string::npos);
+    CHECK(cancel_arrived);
+}
+
 TEST_CASE("the child's environment holds only the configured variables and PATH") {
     fake_server fake;
     ::setenv("AIRLOCK_TEST_SECRET", "hunter2", 1);

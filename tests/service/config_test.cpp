@@ -212,6 +212,14 @@ TEST_CASE("a value of the wrong type is refused naming its path") {
     CHECK_THAT(first_problem(file), Catch::Contains("server.max_connections"));
 }
 
+TEST_CASE("a negative count is refused as out of range, naming the field and the values that fit") {
+    workspace w;
+    auto file = w.config("server:\n  max_connections: -1\n");
+    CHECK(first_code(file) == "invalid_value");
+    CHECK_THAT(first_problem(file), Catch::Contains("server.max_connections is -1; it must be between 1 and"));
+    CHECK_THAT(first_problem(file), !Catch::Contains("integer"));
+}
+
 TEST_CASE("a YAML 1.1 boolean word is not a boolean") {
     workspace w;
     auto file = w.config(std::string(one_upstream) + "    optional: yes\n");

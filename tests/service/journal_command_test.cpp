@@ -108,3 +108,31 @@ TEST_CASE("journal commands on a directory without a journal say so instead of c
     CHECK_THAT(r.err, Catch::Contains("no journal"));
     CHECK_FALSE(std::filesystem::exists(a.path() / "none"));
 }
+
+TEST_CASE("journal show refuses an unknown option by its name") {
+    temp_dir a;
+    write_run(a.path(), "run-o");
+    auto r = run_command({AIRLOCK_BINARY, "journal", "show", "run-o", "--full", "--journal", a.path().string()});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("unknown option '--full'"));
+    CHECK_THAT(r.err, !Catch::Contains("expected"));
+}
+
+TEST_CASE("journal commands take the journal from a configuration given with --config, as runs and pins do") {
+    temp_dir a;
+    write_run(a.path() / "var" / "journal", "run-c");
+    auto config = a.path() / "airlock.yaml";
+    std::ofstream(config) << "journal: { dir: var/journal }\n";
+    auto shown = run_command({AIRLOCK_BINARY, "journal", "show", "run-c", "--config", config.string()});
+    INFO(shown.err);
+    CHECK(shown.exit_code == 0);
+    CHECK_THAT(shown.out, Catch::Contains("1  run_admitted"));
+    auto verified = run_command({AIRLOCK_BINARY, "journal", "verify", "--all", "--config", config.string()});
+    CHECK(verified.exit_code == 0);
+    CHECK_THAT(verified.out, Catch::Contains("run-c: ok (4 records)"));
+
+    auto both = run_command({AIRLOCK_BINARY, "journal", "show", "run-c", "--config", config.string(), "--journal",
+                             a.path().string()});
+    CHECK(both.exit_code == 2);
+    CHECK_THAT(both.err, Catch::Contains("not both"));
+}

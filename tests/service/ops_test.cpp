@@ -151,6 +151,7 @@ TEST_CASE("metrics after real gateway traffic pass promtool and show calls, deni
     run_sdk_session(port, alice_token);
     CHECK(http_get(port, "/no/such/route").status == 404);
     CHECK(get_with(port, "/v1/runs/some-run-id", std::string("Authorization: Bearer ") + alice_token + "\r\n").status != 0);
+    CHECK(get_with(port, "/v1/tools", "Origin: http://elsewhere.example\r\n").status == 403);
     std::string big(20 * 1024, 'x');
     CHECK(raw_http(port, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + big + "\r\n\r\n").status == 431);
 
@@ -175,6 +176,8 @@ TEST_CASE("metrics after real gateway traffic pass promtool and show calls, deni
     // The REST API is labelled by its route template, never by the id in the path.
     CHECK_THAT(m, Catch::Contains(R"(airlock_http_requests_total{route="/v1/runs/{id}",method="GET")"));
     CHECK(m.find("some-run-id") == std::string::npos);
+    // A request the door turns away still counts under the route it asked for.
+    CHECK(sample(m, R"(airlock_http_requests_total{route="/v1/tools",method="GET",status="403"})") == 1);
     CHECK(sample(m, R"(airlock_http_request_duration_seconds_count{route="/mcp"})") >= 3);
     CHECK(sample(m, R"(airlock_journal_batch_size_count)") >= 1);
     CHECK(sample(m, R"(airlock_journal_commit_duration_seconds_count)") >= 1);

@@ -246,6 +246,10 @@ TEST_CASE("REST: bad query parameters are refused with a problem naming the fiel
         {"/v1/runs?status=finished", "status"}, {"/v1/runs?limit=0", "limit"},
         {"/v1/runs?colour=red", "colour"},      {"/v1/runs?agent=a&agent=b", "agent"},
         {"/v1/runs?since=yesterday", "since"},
+        {"/v1/runs?since=2026-11-30T10:00:00Zjunk", "since"},
+        {"/v1/runs?since=2026-11-30Tgarbage:00Z", "since"},
+        {"/v1/runs?since=2026-11-30", "since"},
+        {"/v1/runs?cursor=zzz", "cursor"},
     };
     for (auto const& [target, field] : cases) {
         INFO(target);
@@ -253,6 +257,66 @@ TEST_CASE("REST: bad query parameters are refused with a problem naming the fiel
         CHECK(res.status == 400);
         CHECK(first_error_field(body_of(res)) == field);
     }
+}
+
+TEST_CASE("REST: since takes any RFC 3339 time and honours its offset", "[rest]") {
+    rest_fixture f;
+    auto id = f.write_run("teller", "42");  // admitted at 2026-11-30T10:0N:00Z
+    // 11:00+01:00 is 10:00Z, before the run; 10:00-01:00 is 11:00Z, after it ('+' is %2B in a query).
+    CHECK(listed_run_ids(f.request("GET", "/v1/runs?since=2026-11-30T11:00:00%2B01:00").body).count(id) == 1);
+    CHECK(listed_run_ids(f.request("GET", "/v1/runs?since=2026-11-30T10:00:00-01:00").body).empty());
+    CHECK(listed_run_ids(f.request("GET", "/v1/runs?since=2026-11-30T09:59:59.5Z").body).count(id) == 1);
+}
+
+TEST_CASE("REST: a cursor that names no run of the caller's is refused, not read as an empty page", "[rest]") {
+    rest_fixture f;
+    f.write_run("teller", "42");
+    auto bobs = f.write_run("teller", "43", true, "bob");
+    auto res = f.request("GET", "/v1/runs?cursor=01ZZZZZZZZZZZZZZZZZZZZZZZZ");
+    CHECK(res.status == 400);
+    CHECK(has_header(res, "content-type: application/problem+json"));
+    CHECK(first_error_field(body_of(res)) == "cursor");
+    // Another principal's run is no cursor of alice's either, and answers just as one that does not exist.
+    auto foreign = f.request("GET", "/v1/runs?cursor=" + bobs);
+    CHECK(foreign.status == 400);
+    CHECK(foreign.body == res.body);
+}
+
+TEST_CASE("REST: an empty POST body is not JSON: 400, not a field error", "[rest]") {
+    rest_fixture f(false, true);
+    auto res = f.request("POST", "/v1/runs", "");
+    CHECK(res.status == 400);
+    CHECK(has_header(res, "content-type: application/problem+json"));
+    CHECK(body_of(res).at("detail").as_string().find("empty") != std::string::npos);
+    CHECK_FALSE(body_of(res).contains("errors"));
+}
+
+TEST_CASE("REST: a wait that is not a whole number says so; one too long says it is out of range", "[rest]") {
+    rest_fixture f(false, true);
+    auto fraction = body_of(f.request("POST", "/v1/runs?wait=1.5", R"({"agent":"teller","input":"hi"})"));
+    CHECK(fraction.at("status") == 400);
+    CHECK(fraction.at("errors").as_array()[0].at("message") == "must be a whole number of seconds");
+    auto too_long = body_of(f.request("POST", "/v1/runs?wait=61", R"({"agent":"teller","input":"hi"})"));
+    CHECK(too_long.at("status") == 400);
+    CHECK(too_long.at("errors").as_array()[0].at("message") == "out of range");
+}
+
+TEST_CASE("REST: a sealed run's undecided approval reads withdrawn, and is no longer pending", "[rest]") {
+    rest_fixture f;
+    auto id = f.write_run("teller", "ok", false);
+    std::vector<core::new_record> asked{{core::record_kind::approval_requested,
+                                         json::object{{"effect_key", id + "/000004/tool"}, {"tool", "tool://ledger/read"}}}};
+    REQUIRE(run_awaitable(f.journal->async_append(id, asked)).has_value());
+    CHECK(body_of(f.request("GET", "/v1/runs/" + id)).at("pending_approvals") == 1);
+
+    REQUIRE(run_awaitable(f.journal->async_seal(id, "cancelled", "cancelled by request")).has_value());
+    CHECK(body_of(f.request("GET", "/v1/runs/" + id)).at("pending_approvals") == 0);
+    CHECK(body_of(f.request("GET", "/v1/runs/" + id + "/approvals?status=pending")).at("approvals").as_array().empty());
+    auto withdrawn = body_of(f.request("GET", "/v1/runs/" + id + "/approvals?status=withdrawn")).at("approvals").as_array();
+    REQUIRE(withdrawn.size() == 1);
+    CHECK(withdrawn[0].at("effect_key").as_string() == id + "/000004/tool");
+    // A decision made before the seal stands as it was.
+    CHECK(body_of(f.request("GET", "/v1/runs/" + id + "/approvals?status=rejected")).at("approvals").as_array().size() == 1);
 }
 
 TEST_CASE("REST: GET /v1/runs/{id} shows the run's input, answer, reason and counts; unknown runs are 404",

@@ -237,29 +237,66 @@ TEST_CASE("REST end to end: each principal sees its own runs only, an operator s
     CHECK(s.call("GET", "/v1/runs?principal=bob").status == 403);
 }
 
+namespace {
+
+// The TELLER with its ledger read held for a reviewer, served, and one run of it waiting there.
+struct awaiting_approval {
+    temp_dir edits{"airlock-rest-e2e-manifest"};
+    served_teller s;
+    std::string id;      // the waiting run
+    std::string target;  // POST here to decide its approval
+
+    awaiting_approval()
+        : s(source("examples/teller.script.yaml"),
+            teller::edited_manifest(edits.path(), "teller-reviewed.yaml",
+                                    "      description: Read a ledger account's balance.\n",
+                                    "      requires_approval: true\n"
+                                    "      description: Read a ledger account's balance.\n")
+                .string()) {
+        auto waiting = parsed(s.call("POST", "/v1/runs?wait=30", R"({"agent":"teller","input":"AC-1?"})"));
+        REQUIRE(waiting.at("status") == "awaiting_approval");
+        REQUIRE(waiting.at("pending_approvals") == 1);
+        id = std::string(waiting.at("run_id").as_string());
+        target = "/v1/runs/" + id + "/approvals/" + id + "%2F000002%2Ftool";
+    }
+};
+
+}  // namespace
+
 TEST_CASE("REST end to end: a run's own principal cannot approve its call, an operator can",
           "[rest][e2e]") {
-    temp_dir edits{"airlock-rest-e2e-manifest"};
-    auto reviewed = teller::edited_manifest(edits.path(), "teller-reviewed.yaml",
-                                            "      description: Read a ledger account's balance.\n",
-                                            "      requires_approval: true\n"
-                                            "      description: Read a ledger account's balance.\n");
-    served_teller s(source("examples/teller.script.yaml"), reviewed.string());
-    auto waiting = parsed(s.call("POST", "/v1/runs?wait=30", R"({"agent":"teller","input":"AC-1?"})"));
-    REQUIRE(waiting.at("status") == "awaiting_approval");
-    auto id = std::string(waiting.at("run_id").as_string());
-    auto target = "/v1/runs/" + id + "/approvals/" + id + "%2F000002%2Ftool";
-
-    auto own = s.call("POST", target, R"({"decision":"approve"})");
+    awaiting_approval a;
+    auto& s = a.s;
+    auto own = s.call("POST", a.target, R"({"decision":"approve"})");
     CHECK(own.status == 403);
     CHECK(own.body.find("only operators may decide approvals") != std::string::npos);
-    CHECK(parsed(s.call("GET", "/v1/runs/" + id)).at("status") == "awaiting_approval");
+    CHECK(parsed(s.call("GET", "/v1/runs/" + a.id)).at("status") == "awaiting_approval");
 
-    auto decided = s.call_as(carol_token, "POST", target, R"({"decision":"approve","reason":"read only"})");
+    auto decided = s.call_as(carol_token, "POST", a.target, R"({"decision":"approve","reason":"read only"})");
     INFO(decided.body);
     REQUIRE(decided.status == 200);
-    auto approvals = parsed(s.call("GET", "/v1/runs/" + id + "/approvals"));
+    auto approvals = parsed(s.call("GET", "/v1/runs/" + a.id + "/approvals"));
     REQUIRE(approvals.at("approvals").as_array().size() == 1);
     CHECK(approvals.at("approvals").as_array()[0].at("status") == "approved");
     CHECK(approvals.at("approvals").as_array()[0].at("reviewer") == "carol");
+}
+
+TEST_CASE("REST end to end: a run cancelled while awaiting approval has no pending approval left: it reads "
+          "withdrawn and cannot be decided",
+          "[rest][e2e]") {
+    awaiting_approval a;
+    auto& s = a.s;
+    REQUIRE(s.call("POST", "/v1/runs/" + a.id + "/cancel").status == 202);
+    auto run = parsed(s.call("GET", "/v1/runs/" + a.id));
+    CHECK(run.at("status") == "cancelled");
+    CHECK(run.at("sealed") == true);
+    CHECK(run.at("pending_approvals") == 0);
+
+    auto pending = parsed(s.call_as(carol_token, "GET", "/v1/runs/" + a.id + "/approvals?status=pending"));
+    CHECK(pending.at("approvals").as_array().empty());
+    auto withdrawn = parsed(s.call_as(carol_token, "GET", "/v1/runs/" + a.id + "/approvals?status=withdrawn"));
+    REQUIRE(withdrawn.at("approvals").as_array().size() == 1);
+    CHECK(withdrawn.at("approvals").as_array()[0].at("effect_key").as_string() == a.id + "/000002/tool");
+
+    CHECK(s.call_as(carol_token, "POST", a.target, R"({"decision":"approve"})").status == 409);
 }
