@@ -39,7 +39,8 @@ private:
 
 struct stdio_endpoint_options {
     std::string principal;  // every request is this principal's (the configured stdio principal)
-    std::size_t max_message_bytes = 4 * 1024 * 1024;  // a longer line ends the session: framing is lost
+    // A longer line is skipped up to its newline and answered with -32600; the session goes on.
+    std::size_t max_message_bytes = 4 * 1024 * 1024;
     // After end of input, how long requests still running get to wind down (they are cancelled).
     std::chrono::milliseconds drain_grace{5'000};
     std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG for ids and keys; RAND_bytes when empty
