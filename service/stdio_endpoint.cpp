@@ -586,11 +586,12 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         idle.cancel();
     }
 
-    // End of input (or a stop): nobody is left to answer, or the client is told airlock is stopping.
+    // End of input (or a stop). A client that closed only its write end may still be reading, so
+    // each request cut off is answered, rather than left for the client to wait on forever.
     asio::awaitable<void> close() {
         closing = true;
         for (auto& [key, rq] : in_flight) {
-            rq->cut_off = stops > 0 && !rq->cancelled;
+            rq->cut_off = !rq->cancelled;
             cancel(*rq);
         }
         // Parked requests too; their expiry timers would otherwise keep the process up.

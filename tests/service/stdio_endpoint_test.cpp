@@ -333,7 +333,7 @@ TEST_CASE("end of input ends the stdio session: the backend hears of it and its 
     CHECK(f.backend->listener_count() == 0);
 }
 
-TEST_CASE("end of input cancels a request still running over stdio") {
+TEST_CASE("end of input cancels a request still running over stdio and answers it with -32603") {
     stdio_fixture f;
     f.initialize();
     f.send(R"({"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}})");
@@ -341,6 +341,12 @@ TEST_CASE("end of input cancels a request still running over stdio") {
     f.close_input();
     REQUIRE(eventually([&] { return f.done.load(); }));
     CHECK(f.backend->waits_cancelled() == 1);
+    // The client closed only its end of the input: it may still be reading, and learns why.
+    auto answer = f.next();
+    REQUIRE(answer);
+    CHECK(answer->at("id") == "w");
+    CHECK(answer->at("error").at("code") == -32603);
+    CHECK_THAT(std::string(answer->at("error").at("message").as_string()), Catch::Contains("airlock is stopping"));
 }
 
 TEST_CASE("the TypeScript SDK client lists and calls tools over stdio, with progress and sampling") {
