@@ -1,5 +1,6 @@
 #include "mcp/stdio_transport.hpp"
 
+#include "mcp/line_framer.hpp"
 #include "mcp/on_strand.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -231,26 +232,8 @@ struct stdio_pending {
     std::optional<transport_error> error;
 };
 
-// A stdout line past max_message_bytes, skipped up to its newline: what its first bytes told, and
-// its last bytes (where the TypeScript SDK writes a reply's id).
-struct oversized_line {
-    static constexpr std::size_t tail_bytes = 256;
-
-    explicit oversized_line(message_head h) : head(std::move(h)) {}
-
-    void keep_tail(std::string_view more) {
-        if (more.size() > tail_bytes) more.remove_prefix(more.size() - tail_bytes);
-        tail.append(more);
-        if (tail.size() > tail_bytes) tail.erase(0, tail.size() - tail_bytes);
-    }
-
-    message_head head;
-    std::string tail;
-};
-
 }  // namespace detail
 
-using detail::oversized_line;
 using detail::stdio_child;
 using detail::stdio_outgoing;
 using detail::stdio_pending;
@@ -551,39 +534,25 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
 
     asio::awaitable<void> read_stdout(keep_alive, std::shared_ptr<stdio_child> c) {
         std::string buf(read_chunk_bytes, '\0');
-        std::string line;
-        std::optional<oversized_line> skipping;  // inside a line that was too long: discard up to its newline
+        line_framer framer(opts.max_message_bytes);
         // No read deadline here: a server is silent between calls by design. What must not wait
         // forever is a call, and each call has its own deadline.
         for (;;) {
             auto [ec, n] = co_await c->out.async_read_some(asio::buffer(buf), as_tuple(use_awaitable));
             std::string_view data(buf.data(), n);
             while (!data.empty()) {
-                auto nl = data.find('\n');
-                auto part = data.substr(0, nl);
-                if (!skipping && line.size() + part.size() > opts.max_message_bytes) {
-                    line.append(part.substr(0, opts.max_message_bytes - line.size()));
-                    skipping.emplace(read_message_head(line));
-                    line.clear();
-                }
-                if (skipping) skipping->keep_tail(part);
-                else line.append(part);
-                if (nl == std::string_view::npos) break;
-                data.remove_prefix(nl + 1);
-                if (skipping) {
-                    skip_oversized(c, *skipping);
-                    skipping.reset();
-                } else {
-                    handle_line(c, line);
-                }
-                line.clear();
+                auto ended = framer.take(data);
+                if (ended == line_framer::ended::none) break;
+                if (ended == line_framer::ended::oversized) skip_oversized(c, framer.skipped());
+                else handle_line(c, framer.line());
                 if (abandoned) co_return;
             }
             if (ec) break;
         }
         c->stdout_open = false;
         if (abandoned) co_return;
-        if (!line.empty()) spdlog::warn("upstream {}: stdout ended inside a line: {}", name(), excerpt(line));
+        if (framer.finish() != line_framer::ended::none)
+            spdlog::warn("upstream {}: stdout ended inside a line: {}", name(), excerpt(framer.line()));
         if (!c->exit_seen) co_await wait_exit(c, exit_status_wait);
         lost(c, c->exit_seen ? c->how_it_ended() : std::string("closed its stdout"));
     }
@@ -620,9 +589,9 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         if (!line.empty() && !abandoned) emit();
     }
 
-    void handle_line(std::shared_ptr<stdio_child> const& c, std::string& line) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.find_first_not_of(" \t\r") == std::string::npos) return;
+    void handle_line(std::shared_ptr<stdio_child> const& c, std::string_view line) {
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
         auto parsed = parse_message(line);
         if (!parsed) {
             fail_request_of_unreadable_reply(c, line, parsed.error());
@@ -651,7 +620,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     // A line that is not a valid JSON-RPC message is skipped. But if it is shaped like a reply to
     // a request in flight (an id, no method), that request would otherwise wait for its deadline:
     // it fails now, as a reply that could not be understood.
-    void fail_request_of_unreadable_reply(std::shared_ptr<stdio_child> const& c, std::string const& line,
+    void fail_request_of_unreadable_reply(std::shared_ptr<stdio_child> const& c, std::string_view line,
                                           rejected_message const& why) {
         std::string reason = why.reply.error.message;
         auto const& id = why.reply.id;
@@ -697,8 +666,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     // notification, or when more than one call could own it.
     std::shared_ptr<stdio_pending> owner_of_oversized(std::shared_ptr<stdio_child> const& c, oversized_line const& skipped) {
         if (skipped.head.has_method) return nullptr;
-        auto id = skipped.head.id ? skipped.head.id : read_trailing_id(skipped.tail);
-        if (id) return awaiting_reply(c, *id);
+        if (auto id = skipped.id()) return awaiting_reply(c, *id);
         std::shared_ptr<stdio_pending> only;
         for (auto const& [_, p] : pending) {
             if (p->child != c || p->done) continue;

@@ -389,13 +389,87 @@ bool gateway::upstream_available(std::string const& server) const {
 }
 
 void gateway::upstream_list_changed(std::string const& server) {
+    spdlog::debug("upstream {}: tool list changed", server);
     {
         std::lock_guard lock(mutex_);
-        catalogues_[server].retry_after = {};  // re-read on next use
+        auto& c = catalogues_[server];
+        c.retry_after = {};  // re-read on next use
+        // With no stream to tell, the next read (by whoever needs the tools) is the new baseline:
+        // reading now would only load an upstream that may be busy starting up or going away.
+        bool const heard = std::ranges::any_of(listeners_, [&](auto const& kv) {
+            auto const* p = principal(kv.second.principal);
+            return p && sees(*p, server);
+        });
+        if (!heard) {
+            c.announced.reset();
+            return;
+        }
+        // Servers send several in a row (one per tool they register): one more read answers them all.
+        auto [it, fresh] = rereads_.try_emplace(server, false);
+        if (!fresh) {
+            it->second = true;
+            return;
+        }
     }
-    spdlog::debug("upstream {}: tool list changed", server);
-    mcp::notification n{"notifications/tools/list_changed", std::nullopt};
-    broadcast(server, n);
+    if (!options_.executor) return;
+    auto task = async_reread_tools(shared_from_this(), server);
+    asio::co_spawn(options_.executor, std::move(task), asio::detached);
+}
+
+// A list_changed passed on as it came would make every client list again for each notice, even
+// when nothing it sees changed (a tool it is not granted, the same definitions re-announced).
+asio::awaitable<void> gateway::async_reread_tools(std::shared_ptr<gateway> self, std::string server) {
+    auto const* up = self->upstream(server);
+    for (;;) {
+        catalogue_snapshot now;
+        if (up) now = co_await self->async_catalogue(*up);
+        std::vector<notification_sink> sinks;
+        {
+            std::lock_guard lock(self->mutex_);
+            auto& c = self->catalogues_[server];
+            // A failed read says nothing about the list: the streams hear when it answers again.
+            if (now && !c.failed) {
+                if (c.announced) sinks = self->sinks_seeing_change(server, *c.announced, *now);
+                c.announced = now;
+            }
+        }
+        if (!sinks.empty()) spdlog::info("upstream {}: tool list changed; telling {} notification stream(s)", server, sinks.size());
+        mcp::notification n{"notifications/tools/list_changed", std::nullopt};
+        for (auto const& s : sinks) s(n);
+        std::lock_guard lock(self->mutex_);
+        auto it = self->rereads_.find(server);
+        if (it == self->rereads_.end() || !it->second) {
+            if (it != self->rereads_.end()) self->rereads_.erase(it);
+            co_return;
+        }
+        it->second = false;
+        self->catalogues_[server].retry_after = {};
+    }
+}
+
+std::vector<gateway::notification_sink> gateway::sinks_seeing_change(std::string const& server, std::vector<catalogue_entry> const& was,
+                                                            std::vector<catalogue_entry> const& now) const {
+    // What a principal is shown of one upstream: its granted, served tools as they are listed.
+    auto shown = [](gateway_principal const& p, std::vector<catalogue_entry> const& entries) {
+        std::vector<json::value> out;
+        for (auto const& e : entries) {
+            if (!e.withheld.empty() || !p.grants.grant_for(e.id)) continue;
+            auto t = json::value_from(e.spec);
+            t.as_object()["name"] = e.exposed_name;
+            out.push_back(std::move(t));
+        }
+        return out;
+    };
+    std::map<std::string, bool> changed;  // by principal
+    std::vector<notification_sink> sinks;
+    for (auto const& [id, l] : listeners_) {
+        auto const* p = principal(l.principal);
+        if (!p || !sees(*p, server)) continue;
+        auto [it, fresh] = changed.try_emplace(l.principal, false);
+        if (fresh) it->second = shown(*p, was) != shown(*p, now);
+        if (it->second) sinks.push_back(l.sink);
+    }
+    return sinks;
 }
 
 void gateway::broadcast(std::string const& server, mcp::notification const& n) {
@@ -546,6 +620,7 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
     c.entries = std::make_shared<std::vector<catalogue_entry> const>(std::move(entries));
     c.failed = false;
     c.answered = true;
+    if (!c.announced) c.announced = c.entries;
     c.connection = up.client->connection();
     // Re-read after the TTL even without list_changed: not every server sends it.
     c.retry_after = now + catalogue_ttl;

@@ -71,8 +71,9 @@ struct gateway_options {
 // the downstream request most recently forwarded to that upstream and still in flight. With one
 // downstream request per upstream at a time this is exact; with several, a question may reach
 // the wrong client of the same principal or of another. Log messages outside any request, and
-// list_changed, go to the notification streams of principals who see that upstream;
-// resources/updated to the streams of the sessions subscribed to that URI, and no others.
+// resources' and prompts' list_changed, go to the notification streams of principals who see that
+// upstream; tools/list_changed only to those whose principal's tools from it changed (after a
+// re-read); resources/updated to the streams of the sessions subscribed to that URI, and no others.
 
 // The text every refusal carries to the caller: it must not teach how to get around the policy.
 inline constexpr std::string_view not_permitted_text = "not permitted";
@@ -134,6 +135,9 @@ private:
         std::chrono::steady_clock::time_point retry_after{};
         bool failed = false;    // the last read failed: the upstream is down
         bool answered = false;  // a read has succeeded at least once
+        // The tools the notification streams were last brought up to date with (null until the
+        // first read): what a re-read after the upstream's list_changed is compared with.
+        std::shared_ptr<std::vector<catalogue_entry> const> announced;
         std::uint64_t connection = 0;  // the upstream connection it was read on (mcp_client::connection)
         std::chrono::steady_clock::time_point next_ping{};  // readiness probes ping no sooner
         int missed_pings = 0;                                // in a row, by deadline
@@ -204,13 +208,20 @@ private:
     boost::asio::awaitable<core::result<std::string>> async_admitted_run(std::string key, boost::json::object admitted_body);
     // The gateway's own run, for events no caller owns (an upstream tool's definition changing).
     boost::asio::awaitable<core::result<std::string>> async_gateway_run();
+    // An upstream's tools/list_changed: its tools are read again, and only streams whose principal
+    // sees a difference are told. Notices during a re-read make one more re-read, not one each.
     void upstream_list_changed(std::string const& server);
+    static boost::asio::awaitable<void> async_reread_tools(std::shared_ptr<gateway> self, std::string server);
+    // With mutex_ held: tells the streams whose principal sees `was` and `now` differ.
+    std::vector<notification_sink> sinks_seeing_change(std::string const& server, std::vector<catalogue_entry> const& was,
+                                                       std::vector<catalogue_entry> const& now) const;
     bool upstream_available(std::string const& server) const;
     std::string nonce();
 
     gateway_options options_;
     mutable std::mutex mutex_;
     std::map<std::string, catalogue> catalogues_;  // by upstream name
+    std::map<std::string, bool> rereads_;          // upstreams whose tools are being re-read → asked again meanwhile
     struct run_slot {
         std::string run;
         bool admitted = false;  // run_admitted is durable; until then other callers wait

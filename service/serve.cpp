@@ -964,6 +964,7 @@ int run_stdio(std::vector<std::string> const& args) {
     stdio_endpoint_options so;
     so.principal = *principal;
     so.input_request_ttl = c->server.input_request_ttl;
+    so.max_message_bytes = c->server.body_limit;
     so.stop = stop;
     auto task = [&]() -> asio::awaitable<void> {
         co_await async_serve_stdio(sc->gw, so);

@@ -2,6 +2,7 @@
 
 #include "mcp/era.hpp"
 #include "mcp/jsonrpc.hpp"
+#include "mcp/line_framer.hpp"
 #include "mcp/messages.hpp"
 #include "mcp/on_strand.hpp"
 #include "service/mcp_endpoint.hpp"
@@ -16,7 +17,6 @@
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -528,33 +528,52 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     // ------------------------------------------------------------ the session
 
     static asio::awaitable<void> reader(std::shared_ptr<stdio_state> self, asio::posix::stream_descriptor& in) {
-        std::string buffer;
-        auto const limit = self->options.max_message_bytes + 1;  // + the newline
+        std::string buf(64 * 1024, '\0');
+        mcp::line_framer framer(self->options.max_message_bytes);
+        auto deliver = [&](mcp::line_framer::ended e) {
+            if (e == mcp::line_framer::ended::oversized) return self->on_oversized(framer.skipped());
+            auto line = framer.line();
+            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+            if (line.find_first_not_of(" \t") != std::string_view::npos) self->on_line(line);
+        };
         for (;;) {
             if (self->stops > 0) break;
             auto until_stopped = asio::bind_cancellation_slot(self->stop_reading.slot(), as_tuple(use_awaitable));
-            auto [ec, n] = co_await asio::async_read_until(in, asio::dynamic_buffer(buffer, limit), '\n', until_stopped);
+            auto [ec, n] = co_await in.async_read_some(asio::buffer(buf), until_stopped);
             if (ec == asio::error::operation_aborted && self->stops > 0) break;
-            if (ec == asio::error::not_found) {
-                spdlog::error("stdio: a message is longer than {} bytes; ending the session", self->options.max_message_bytes);
-                break;
+            std::string_view data(buf.data(), n);
+            while (!data.empty()) {
+                if (auto e = framer.take(data); e != mcp::line_framer::ended::none) deliver(e);
             }
-            std::string_view line;
             if (ec) {
                 // The last message may lack its newline; anything else ends here.
                 if (ec != asio::error::eof) spdlog::error("stdio: cannot read from the client: {}", ec.message());
-                if (ec != asio::error::eof || buffer.empty()) break;
-                n = buffer.size();
-                line = buffer;
-            } else {
-                line = std::string_view(buffer).substr(0, n - 1);
+                else if (auto e = framer.finish(); e != mcp::line_framer::ended::none) deliver(e);
+                break;
             }
-            if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-            if (line.find_first_not_of(" \t") != std::string_view::npos) self->on_line(line);
-            buffer.erase(0, n);
-            if (ec) break;
         }
         co_await self->close();
+    }
+
+    // A line too long to read is dropped, not the session: its newline still frames the next one.
+    // Its id, when its first or last bytes show it, lets the client's request fail at once.
+    void on_oversized(mcp::oversized_line const& skipped) {
+        auto const limit = std::to_string(options.max_message_bytes);
+        auto id = skipped.id();
+        if (!skipped.head.has_method && id && std::holds_alternative<std::int64_t>(*id) &&
+            asks.contains(std::get<std::int64_t>(*id))) {
+            spdlog::warn("stdio: the client's answer {} is longer than {} bytes (server.body_limit); the question fails",
+                         mcp::to_string(*id), limit);
+            on_answer(mcp::make_error_response(*id, mcp::rpc_code::invalid_request,
+                                               "the client's answer was longer than " + limit + " bytes"));
+            return;
+        }
+        if (!skipped.head.has_method) id.reset();
+        spdlog::warn("stdio: skipped a message {}longer than {} bytes (server.body_limit)",
+                     id ? "(id " + mcp::to_string(*id) + ") " : std::string(), limit);
+        post_line(mcp::make_error_response(std::move(id), mcp::rpc_code::invalid_request,
+                                           "Invalid request: the message is longer than " + limit +
+                                               " bytes (server.body_limit) and was not read"));
     }
 
     // options.stop, on the strand.
@@ -567,11 +586,12 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         idle.cancel();
     }
 
-    // End of input (or a stop): nobody is left to answer, or the client is told airlock is stopping.
+    // End of input (or a stop). A client that closed only its write end may still be reading, so
+    // each request cut off is answered, rather than left for the client to wait on forever.
     asio::awaitable<void> close() {
         closing = true;
         for (auto& [key, rq] : in_flight) {
-            rq->cut_off = stops > 0 && !rq->cancelled;
+            rq->cut_off = !rq->cancelled;
             cancel(*rq);
         }
         // Parked requests too; their expiry timers would otherwise keep the process up.

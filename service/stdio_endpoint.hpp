@@ -24,9 +24,9 @@ namespace airlock::service {
 // the caller and the session; request() may come from any thread, before or during the session.
 class stdio_stop {
 public:
-    // The first request ends the session as end of input does, except that each request it cuts
-    // off is answered with an error saying airlock is stopping (its client may still be reading);
-    // the next one cuts short the wait for requests still running.
+    // The first request ends the session as end of input does (each request it cuts off is
+    // answered with an error saying airlock is stopping); the next one cuts short the wait for
+    // requests still running.
     void request();
     // The session's hook: called for each request, those made before it was attached included.
     void attach(std::function<void()> on_request);
@@ -39,7 +39,8 @@ private:
 
 struct stdio_endpoint_options {
     std::string principal;  // every request is this principal's (the configured stdio principal)
-    std::size_t max_message_bytes = 4 * 1024 * 1024;  // a longer line ends the session: framing is lost
+    // A longer line is skipped up to its newline and answered with -32600; the session goes on.
+    std::size_t max_message_bytes = 4 * 1024 * 1024;
     // After end of input, how long requests still running get to wind down (they are cancelled).
     std::chrono::milliseconds drain_grace{5'000};
     std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG for ids and keys; RAND_bytes when empty
@@ -56,8 +57,8 @@ struct stdio_endpoint_options {
 };
 
 // Serves until end of input on `in_fd` (or a fatal read error, or options.stop), then cancels what is still
-// running, removes its listeners, tells the backend the session closed, writes out what is
-// queued and returns. The descriptors are duplicated: the caller's stay open. Both must be
+// running (each request is answered with -32603, airlock is stopping), removes its listeners,
+// tells the backend the session closed, writes out what is queued and returns. The descriptors are duplicated: the caller's stay open. Both must be
 // pipes, sockets or terminals (not regular files). May be spawned on any executor; it makes a
 // strand of its own.
 boost::asio::awaitable<void> async_serve_stdio(std::shared_ptr<mcp::server_backend> backend,

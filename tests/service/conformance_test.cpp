@@ -39,6 +39,9 @@ constexpr char const* fixture_tools[] = {
 // The fixture's tools that only the 2026-07-28 scenarios call (server-stateless's diagnostic hooks).
 constexpr char const* fixture_tools_2026[] = {
     "test_missing_capability", "test_trigger_tool_change", "test_trigger_prompt_change", "test_custom_header",
+    // What test_trigger_tool_change adds: airlock tells a stream of a tool list change only when the
+    // change is among the tools its principal is granted.
+    "test_triggered_tool",
     // input-required-result-* (MRTR)
     "test_input_required_result_elicitation", "test_input_required_result_sampling",
     "test_input_required_result_list_roots", "test_input_required_result_request_state",

@@ -18,6 +18,7 @@
 #include <boost/json/serialize.hpp>
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -715,4 +716,47 @@ TEST_CASE("a principal is given the instructions of the upstreams it sees, each 
     CHECK(given->size() > 100);
     // A principal that is not configured sees no upstream, and is told nothing.
     CHECK_FALSE(h.gw->instructions("mallory").has_value());
+}
+
+// The manifest granting the announcing fixture's tools, all but `hidden`, and the fixture's argv.
+constexpr char const* announcing_grants =
+    "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\nspec:\n  tools:\n"
+    "    - { ref: tool://announcing/greet, mutates: false }\n    - { ref: tool://announcing/announce, mutates: false }\n"
+    "    - { ref: tool://announcing/add, mutates: false }\n    - { ref: tool://announcing/add_hidden, mutates: false }\n"
+    "    - { ref: tool://announcing/added, mutates: false }\n  budgets: {}\n";
+
+TEST_CASE("an upstream's tools/list_changed reaches a client only when the tools it sees changed, once") {
+    harness h(true, "announcing",
+              {peers::node(), std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/gateway/announcing_server.mjs"},
+              announcing_grants);
+    std::vector<std::string> heard;
+    h.gw->add_listener("alice", [&](mcp::notification const& n) { heard.push_back(n.method); });
+    std::size_t heard_after_noise = 0;
+    std::vector<std::string> names;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = h.context();
+        std::string const alice = "alice";
+        auto listed = co_await h.gw->async_tools_for(alice);
+        REQUIRE(listed.size() == 4);
+        // Three notices that change nothing, then a tool alice is not granted: nothing she sees.
+        auto announce = call("announcing__announce", {});
+        co_await h.gw->async_handle(announce, ctx);
+        auto add_hidden = call("announcing__add_hidden", {});
+        co_await h.gw->async_handle(add_hidden, ctx);
+        auto add = call("announcing__add", {});
+        co_await h.gw->async_handle(add, ctx);
+        // Notices are answered in order, so the one for `added` comes after any the others caused.
+        asio::steady_timer t(co_await asio::this_coro::executor);
+        for (int i = 0; i < 500 && heard.empty(); ++i) {
+            t.expires_after(std::chrono::milliseconds(20));
+            co_await t.async_wait(asio::use_awaitable);
+        }
+        heard_after_noise = heard.size();
+        auto now = co_await h.gw->async_tools_for(alice);
+        for (auto const& tool : now) names.emplace_back(tool.at("name").as_string());
+    });
+    CHECK(heard_after_noise == 1);
+    CHECK(heard == std::vector<std::string>{"notifications/tools/list_changed"});
+    CHECK(std::find(names.begin(), names.end(), "announcing__added") != names.end());
+    CHECK(names.size() == 5);
 }

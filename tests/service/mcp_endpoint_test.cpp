@@ -570,6 +570,17 @@ TEST_CASE("a malformed JSON body gets 400 with a parse error") {
     CHECK(error_code_of(r) == -32700);
 }
 
+TEST_CASE("an error answering a POSTed message whose id cannot be read has no id member, as MCP's schema writes it") {
+    endpoint_fixture f;
+    for (std::string body : {R"({"jsonrpc":"2.0","id":1,"method":)", R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])"}) {
+        auto r = f.post(body);
+        INFO(body);
+        CHECK(r.status == 400);
+        // MCP types an error's id as `id?: RequestId`; a null id fails the TypeScript SDK's schema.
+        CHECK_FALSE(body_json(r).contains("id"));
+    }
+}
+
 TEST_CASE("a body over the server's limit gets 413") {
     http_server_options ho;
     ho.body_limit = 256;

@@ -66,11 +66,12 @@ struct stdio_fixture {
     std::thread thread;
     std::string pending;
 
-    stdio_fixture() {
+    explicit stdio_fixture(std::size_t max_message_bytes = stdio_endpoint_options{}.max_message_bytes) {
         REQUIRE(::pipe2(to_server, O_CLOEXEC) == 0);
         REQUIRE(::pipe2(from_server, O_CLOEXEC) == 0);
         stdio_endpoint_options o;
         o.principal = "carol";
+        o.max_message_bytes = max_message_bytes;
         asio::co_spawn(ioc, async_serve_stdio(backend, o, to_server[0], from_server[1]),
                        [this](std::exception_ptr) { done = true; });
         thread = std::thread([this] { ioc.run(); });
@@ -260,6 +261,41 @@ TEST_CASE("a malformed stdio line is answered with a parse error and the session
     CHECK(init.contains("result"));
 }
 
+TEST_CASE("an error answering a stdio line whose id cannot be read has no id member, as MCP's schema writes it") {
+    stdio_fixture f;
+    for (std::string line : {"not json", R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])", R"({"jsonrpc":"2.0","id":null,"method":"ping"})"}) {
+        auto reply = f.call(line);
+        INFO(line);
+        CHECK(reply.contains("error"));
+        // MCP types an error's id as `id?: RequestId`; a null id fails the TypeScript SDK's schema.
+        CHECK_FALSE(reply.contains("id"));
+    }
+}
+
+TEST_CASE("a stdio message over the size limit is answered with -32600 naming the limit, and the session goes on") {
+    stdio_fixture f(1024);
+    f.initialize();
+    // The TypeScript SDK writes the id last: it is read from the line's last bytes.
+    auto big = R"({"method":"tools/call","params":{"name":"echo","arguments":{"text":")" + std::string(8000, 'x') +
+               R"("}},"jsonrpc":"2.0","id":"big"})";
+    auto refused = f.call(big);
+    CHECK(refused.at("id") == "big");
+    CHECK(refused.at("error").at("code") == -32600);
+    CHECK_THAT(std::string(refused.at("error").at("message").as_string()), Catch::Contains("longer than 1024 bytes"));
+    auto pong = f.call(R"({"jsonrpc":"2.0","id":"after","method":"ping"})");
+    CHECK(pong.at("id") == "after");
+    CHECK(pong.contains("result"));
+}
+
+TEST_CASE("a stdio message over the size limit whose id cannot be seen is answered without an id") {
+    stdio_fixture f(1024);
+    auto refused = f.call(R"({"jsonrpc":"2.0","method":"ping","params":{"pad":")" + std::string(8000, 'x') + R"("},"id":7,"x":1})");
+    CHECK_FALSE(refused.contains("id"));
+    CHECK(refused.at("error").at("code") == -32600);
+    auto pong = f.call(R"({"jsonrpc":"2.0","id":8,"method":"ping"})");
+    CHECK(pong.at("id") == 8);
+}
+
 TEST_CASE("a list change reaches an initialized stdio client") {
     stdio_fixture f;
     f.initialize();
@@ -297,7 +333,7 @@ TEST_CASE("end of input ends the stdio session: the backend hears of it and its 
     CHECK(f.backend->listener_count() == 0);
 }
 
-TEST_CASE("end of input cancels a request still running over stdio") {
+TEST_CASE("end of input cancels a request still running over stdio and answers it with -32603") {
     stdio_fixture f;
     f.initialize();
     f.send(R"({"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}})");
@@ -305,6 +341,12 @@ TEST_CASE("end of input cancels a request still running over stdio") {
     f.close_input();
     REQUIRE(eventually([&] { return f.done.load(); }));
     CHECK(f.backend->waits_cancelled() == 1);
+    // The client closed only its end of the input: it may still be reading, and learns why.
+    auto answer = f.next();
+    REQUIRE(answer);
+    CHECK(answer->at("id") == "w");
+    CHECK(answer->at("error").at("code") == -32603);
+    CHECK_THAT(std::string(answer->at("error").at("message").as_string()), Catch::Contains("airlock is stopping"));
 }
 
 TEST_CASE("the TypeScript SDK client lists and calls tools over stdio, with progress and sampling") {
