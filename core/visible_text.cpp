@@ -60,7 +60,7 @@ bool is_hidden_character(char32_t cp, bool after_visible) noexcept {
            || in(cp, 0xFFF0, 0xFFFB)        // interlinear annotation and unassigned specials
            || in(cp, 0x1BCA0, 0x1BCA3)      // shorthand format controls
            || in(cp, 0x1D173, 0x1D17A)      // musical formatting
-           || in(cp, 0xE0000, 0xE007F);     // tags: ASCII spelled invisibly
+           || in(cp, 0xE0000, 0xE0FFF);     // tags (ASCII spelled invisibly) and the rest of that block
 }
 
 std::optional<std::string> without_hidden_characters(std::string_view text, hidden_characters& removed) {

@@ -261,6 +261,8 @@ public:
         f_->executor = std::move(exec);
         f_->notify = ctx.notify;
         f_->ask_client = ctx.ask_client;
+        // A legacy session is one client. Stateless (2026-07-28) requests of one principal count as
+        // one caller: a request waiting for its retry (MRTR) stays in flight beside the retry.
         f_->caller = ctx.principal + '\n' + ctx.session_id;
         std::lock_guard lock(g_.mutex_);
         g_.inflight_[server_].push_back(f_);
@@ -431,6 +433,8 @@ asio::awaitable<void> gateway::async_reread_tools(std::shared_ptr<gateway> self,
             if (now && !c.failed) {
                 if (c.announced) sinks = self->sinks_seeing_change(server, *c.announced, *now);
                 c.announced = now;
+            } else {
+                c.announce_pending = true;
             }
         }
         if (!sinks.empty()) spdlog::info("upstream {}: tool list changed; telling {} notification stream(s)", server, sinks.size());
@@ -625,6 +629,15 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
     // Re-read after the TTL even without list_changed: not every server sends it.
     c.retry_after = now + catalogue_ttl;
     auto snapshot = c.entries;
+    // A change announced while the upstream could not be read is told now that it can be.
+    // Posted: mutex_ is held here, and the re-read takes it.
+    if (std::exchange(c.announce_pending, false) && options_.executor && !rereads_.contains(up.name)) {
+        rereads_.try_emplace(up.name, false);
+        auto exec = options_.executor;
+        asio::post(exec, [exec, self = shared_from_this(), server = up.name] {
+            asio::co_spawn(exec, async_reread_tools(self, server), asio::detached);
+        });
+    }
     co_return snapshot;
 }
 
@@ -1031,16 +1044,27 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
 
 // ---- relays ---------------------------------------------------------------------------------
 
-std::shared_ptr<gateway::inflight> gateway::sole_caller_inflight(std::string const& server, bool& several_callers) const {
-    several_callers = false;
+std::shared_ptr<gateway::inflight> gateway::attributable_inflight(std::string const& server, unattributed& why) const {
+    // A stdio upstream's message names no request, and may come after the call that caused it has
+    // ended, while another principal's call is in flight. Guessing could hand one tenant's prompt
+    // or log to another: an upstream several principals see attributes nothing; one that a single
+    // principal sees goes to that principal's caller in flight, if there is exactly one.
+    auto const seeing = std::ranges::count_if(options_.principals, [&](auto const& p) { return sees(p, server); });
+    if (seeing > 1) {
+        why = unattributed::shared_upstream;
+        return nullptr;
+    }
     std::lock_guard lock(mutex_);
     auto it = inflight_.find(server);
-    if (it == inflight_.end() || it->second.empty()) return nullptr;
+    if (it == inflight_.end() || it->second.empty()) {
+        why = unattributed::nobody_in_flight;
+        return nullptr;
+    }
     auto const& latest = it->second.back();
-    // A stdio upstream's message names no request. With one caller in flight it is that caller's;
-    // with several, guessing could hand one tenant's prompt or log to another: nobody gets it.
-    several_callers = std::ranges::any_of(it->second, [&](auto const& f) { return f->caller != latest->caller; });
-    if (several_callers) return nullptr;
+    if (std::ranges::any_of(it->second, [&](auto const& f) { return f->caller != latest->caller; })) {
+        why = unattributed::several_callers;
+        return nullptr;
+    }
     return latest;
 }
 
@@ -1090,15 +1114,18 @@ void gateway::upstream_notification(std::string const& server, mcp::notification
         return;
     }
     if (n.method == "notifications/message") {
-        // A stdio upstream's log message names no request: it belongs to the caller in flight, if any.
-        bool several = false;
-        if (auto f = sole_caller_inflight(server, several); f && f->notify && f->executor) {
+        // A stdio upstream's log message names no request: it belongs to the caller in flight, if
+        // one can be told; with nobody in flight it is the upstream's own, for its one principal.
+        auto why = unattributed::nobody_in_flight;
+        if (auto f = attributable_inflight(server, why); f && f->notify && f->executor) {
             auto send = async_send_holding(f->notify, n);
             asio::co_spawn(f->executor, std::move(send), asio::detached);
             return;
         }
-        if (several) {
-            spdlog::debug("upstream {}: a log message while several callers have requests in flight is not relayed", server);
+        if (why != unattributed::nobody_in_flight) {
+            spdlog::debug("upstream {}: a log message that names no request is not relayed ({})", server,
+                          why == unattributed::shared_upstream ? "several principals see the upstream"
+                                                               : "several callers have requests in flight");
             return;
         }
         broadcast(server, n);
@@ -1111,15 +1138,15 @@ asio::awaitable<mcp::handler_result> gateway::async_upstream_request(std::weak_p
                                                                      mcp::request r) {
     auto self = weak.lock();
     std::shared_ptr<inflight> f;
-    bool several = false;
-    if (self) f = self->sole_caller_inflight(server, several);
-    if (several) {
-        spdlog::info("upstream {}: {} refused: requests of several callers are in flight there, and the question "
-                     "names none of them",
-                     server, r.method);
+    auto why = unattributed::nobody_in_flight;
+    if (self) f = self->attributable_inflight(server, why);
+    if (why == unattributed::several_callers || why == unattributed::shared_upstream) {
+        spdlog::info("upstream {}: {} refused: it names no request, and {}", server, r.method,
+                     why == unattributed::shared_upstream ? "several principals see the upstream"
+                                                          : "requests of several callers are in flight there");
         co_return mcp::error_object{mcp::rpc_code::internal_error,
-                                    "requests of several clients are in flight through airlock; " + r.method +
-                                        " cannot be attributed to one of them",
+                                    r.method + " names no request, and airlock cannot tell which of its clients it is "
+                                               "for: it is asked of none",
                                     std::nullopt};
     }
     if (!f || !f->ask_client) {

@@ -138,6 +138,7 @@ private:
         // The tools the notification streams were last brought up to date with (null until the
         // first read): what a re-read after the upstream's list_changed is compared with.
         std::shared_ptr<std::vector<catalogue_entry> const> announced;
+        bool announce_pending = false;  // a re-read after list_changed failed: the next good read compares
         std::uint64_t connection = 0;  // the upstream connection it was read on (mcp_client::connection)
         std::chrono::steady_clock::time_point next_ping{};  // readiness probes ping no sooner
         int missed_pings = 0;                                // in a row, by deadline
@@ -179,9 +180,12 @@ private:
                                                           boost::json::object body);
     std::function<void(mcp::notification const&)> relay_to(mcp::request_context const& ctx,
                                                            boost::asio::any_io_executor exec) const;
-    // The latest request in flight to a server, when every request in flight there has the same
-    // caller; otherwise `several_callers` is set and nothing is returned.
-    std::shared_ptr<inflight> sole_caller_inflight(std::string const& server, bool& several_callers) const;
+    // Why a message a stdio upstream sends unasked (a question, a log line) goes to nobody.
+    enum class unattributed { nobody_in_flight, several_callers, shared_upstream };
+    // The request a message from `server` that names none belongs to: the latest in flight there,
+    // when exactly one principal sees that upstream and every request in flight there has the same
+    // caller. Otherwise nothing, and `why`.
+    std::shared_ptr<inflight> attributable_inflight(std::string const& server, unattributed& why) const;
     void upstream_notification(std::string const& server, mcp::notification const& n);
     static boost::asio::awaitable<mcp::handler_result> async_upstream_request(std::weak_ptr<gateway> weak,
                                                                              std::string server, mcp::request r);

@@ -622,7 +622,9 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         }
         for (auto& ex : running) {
             auto expected = exchange::stage::running;
-            if (cut_off != exchange::stage::running) ex->ended.compare_exchange_strong(expected, cut_off);
+            // A request its client cancelled gets no answer, whatever ends its session.
+            if (cut_off != exchange::stage::running && !ex->cancelled)
+                ex->ended.compare_exchange_strong(expected, cut_off);
             cancel(ex);
         }
         for (auto& a : waiting) a->try_send(asio::error::operation_aborted, nullptr);

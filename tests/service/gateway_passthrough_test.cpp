@@ -99,7 +99,8 @@ struct harness {
     // The fixture (prefix: none; its watched resource changes every 100 ms), and with `two`
     // server-everything as a second, prefixed upstream.
     // With `fixture_url`, the fixture is reached over Streamable HTTP at that URL instead.
-    explicit harness(bool two = false, std::size_t page_size = 100, std::string const& fixture_url = "") {
+    explicit harness(bool two = false, std::size_t page_size = 100, std::string const& fixture_url = "",
+                     char const* bob_manifest = bob_yaml) {
         service::gateway_options o;
         o.executor = ioc.get_executor();
         o.list_page_size = page_size;
@@ -120,7 +121,7 @@ struct harness {
             REQUIRE(o.egress.add(core::remote_destination{"http", "127.0.0.1", static_cast<std::uint16_t>(port)}).has_value());
         }
         auto alice = core::parse_manifest(alice_yaml);
-        auto bob = core::parse_manifest(bob_yaml);
+        auto bob = core::parse_manifest(bob_manifest);
         REQUIRE(alice.has_value());
         REQUIRE(bob.has_value());
         o.principals.push_back({"alice", *alice, false});
@@ -559,6 +560,30 @@ TEST_CASE("over stdio, a sampling question while two callers have calls in fligh
     CHECK(a_failed);
     REQUIRE(o.second->has_value());
     CHECK(first_text(**o.second, "content") == "LLM response: answered by B");
+}
+
+TEST_CASE("over stdio, an upstream that two principals see has its questions asked of nobody, even with one caller") {
+    // The question may come after the call that caused it has ended, while another principal's
+    // call is the only one in flight: with two tenants on the upstream, nobody can be told apart.
+    constexpr char const* bob_too = "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: bob-desk, version: \"1\" }\n"
+                                    "spec: { tools: [ { ref: tool://fixture/test_simple_text, mutates: false } ], budgets: {} }\n";
+    harness h(false, 100, "", bob_too);
+    std::vector<std::string> asked;
+    std::optional<mcp::handler_result> result;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        ctx.ask_client = [&](std::string method, json::object) -> asio::awaitable<mcp::handler_result> {
+            asked.push_back(method);
+            json::object answer{{"role", "assistant"}, {"content", {{"type", "text"}, {"text", "x"}}}, {"model", "m"}};
+            co_return answer;
+        };
+        json::object call{{"name", "test_sampling"}, {"arguments", {{"prompt", "what now?"}}}};
+        result = co_await h.ask("tools/call", std::move(call), ctx);
+    });
+    CHECK(asked.empty());
+    REQUIRE(result.has_value());
+    bool const failed = !result->has_value() || (**result).contains("isError");
+    CHECK(failed);
 }
 
 TEST_CASE("a call the client cancels ends at once, is journaled in doubt, and never waits for the upstream") {
