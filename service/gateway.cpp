@@ -349,6 +349,16 @@ std::optional<std::string> gateway::instructions(std::string const& principal_na
     return out;
 }
 
+bool gateway::first_configured(std::string const& a, std::string const& b) const {
+    // Which of two upstreams comes first in the configuration: a URI or prompt two of them offer
+    // belongs to that one, whichever listed it last, so a restart elsewhere cannot take it over.
+    for (auto const& u : options_.upstreams) {
+        if (u.name == a) return a != b;
+        if (u.name == b) return false;
+    }
+    return false;
+}
+
 gateway_principal const* gateway::principal(std::string const& name) const {
     for (auto const& p : options_.principals)
         if (p.name == name || (name.empty() && p.anonymous)) return &p;
@@ -1209,10 +1219,13 @@ asio::awaitable<mcp::handler_result> gateway::async_list_page(gateway_upstream c
         if (kind.key == "resources") {
             if (auto const* uri = o->if_contains("uri"); uri && uri->is_string()) {
                 auto& owner = resource_owner_[std::string(uri->get_string())];
-                if (!owner.empty() && owner != up.name)
-                    spdlog::warn("resource {} is listed by upstreams {} and {}; reads go to {}", std::string(uri->get_string()),
-                                 owner, up.name, up.name);
-                owner = up.name;
+                if (owner.empty() || first_configured(up.name, owner)) {
+                    owner = up.name;
+                } else if (owner != up.name &&
+                           reported_definitions_.insert("resource " + owner + " " + up.name + " " + std::string(uri->get_string())).second) {
+                    spdlog::warn("resource {} is listed by upstreams {} and {}; reads go to {}, configured first",
+                                 std::string(uri->get_string()), owner, up.name, owner);
+                }
             }
         } else if (kind.key == "resourceTemplates") {
             if (auto const* t = o->if_contains("uriTemplate"); t && t->is_string()) {
@@ -1224,10 +1237,13 @@ asio::awaitable<mcp::handler_result> gateway::async_list_page(gateway_upstream c
             std::string own(name->get_string());
             auto exposed = up.prefixed ? up.name + "__" + own : own;
             auto& owner = prompt_owner_[exposed];
-            if (!owner.first.empty() && owner.first != up.name)
-                spdlog::warn("prompt {} is offered by upstreams {} and {}; gets go to {}", exposed, owner.first, up.name,
-                             up.name);
-            owner = {up.name, own};
+            if (owner.first.empty() || first_configured(up.name, owner.first)) {
+                owner = {up.name, own};
+            } else if (owner.first != up.name &&
+                       reported_definitions_.insert("prompt " + owner.first + " " + up.name + " " + exposed).second) {
+                spdlog::warn("prompt {} is offered by upstreams {} and {}; gets go to {}, configured first", exposed,
+                             owner.first, up.name, owner.first);
+            }
         }
         // URIs are addresses and stay as they are; names are labels and show their server when prefixed.
         if (up.prefixed && name && name->is_string()) (*o)["name"] = up.name + "__" + std::string(name->get_string());

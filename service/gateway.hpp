@@ -156,6 +156,8 @@ private:
     struct list_kind;
 
     gateway_principal const* principal(std::string const& name) const;
+    // Whether upstream `a` comes before upstream `b` in the configuration.
+    bool first_configured(std::string const& a, std::string const& b) const;
     gateway_upstream const* upstream(std::string const& name) const;
     static bool sees(gateway_principal const& p, std::string const& server);
     std::vector<gateway_upstream const*> visible_upstreams(gateway_principal const& p) const;

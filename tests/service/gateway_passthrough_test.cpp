@@ -54,6 +54,8 @@ spec:
       mutates: false
     - ref: tool://everything/echo
       mutates: false
+    - ref: tool://twin/test_simple_text
+      mutates: false
   budgets: {}
 )";
 
@@ -99,8 +101,9 @@ struct harness {
     // The fixture (prefix: none; its watched resource changes every 100 ms), and with `two`
     // server-everything as a second, prefixed upstream.
     // With `fixture_url`, the fixture is reached over Streamable HTTP at that URL instead.
+    // With `twin`, a second instance of the fixture ("twin", also prefix: none) comes after it.
     explicit harness(bool two = false, std::size_t page_size = 100, std::string const& fixture_url = "",
-                     char const* bob_manifest = bob_yaml) {
+                     char const* bob_manifest = bob_yaml, bool twin = false) {
         service::gateway_options o;
         o.executor = ioc.get_executor();
         o.list_page_size = page_size;
@@ -113,6 +116,10 @@ struct harness {
         if (two) {
             clients.push_back(stdio_client(ioc, "everything", {peers::node(), peers::everything(), "stdio"}));
             o.upstreams.push_back({"everything", clients.back(), true});
+        }
+        if (twin) {
+            clients.push_back(stdio_client(ioc, "twin", {peers::node(), fixture_script(), "--transport", "stdio"}));
+            o.upstreams.push_back({"twin", clients.back(), false});
         }
         REQUIRE(o.egress.add(core::process_destination{peers::node()}).has_value());
         if (!fixture_url.empty()) {
@@ -672,4 +679,24 @@ TEST_CASE("with several upstreams, lists merge and each read or get goes to the 
     CHECK((*everything_read)->at("contents").as_array().at(0).at("uri") == "demo://resource/dynamic/text/1");
     REQUIRE(prefixed_get->has_value());
     CHECK(first_text(**prefixed_get, "messages") == "This is a simple prompt without arguments.");
+}
+
+TEST_CASE("a resource URI two upstreams list is read from the one configured first, however often they list it") {
+    harness h(false, 100, "", bob_yaml, true);
+    std::vector<std::string> read_from;
+    h.run([&]() -> asio::awaitable<void> {
+        auto ctx = harness::context();
+        // Each listing has the twin list the URI after the fixture, and each read must still go to the fixture.
+        for (int i = 0; i < 2; ++i) {
+            json::object none;
+            auto listed = co_await h.ask("resources/list", none, ctx);
+            REQUIRE(listed.has_value());
+            json::object uri{{"uri", "test://static-text"}};
+            auto read = co_await h.ask("resources/read", std::move(uri), ctx);
+            REQUIRE(read.has_value());
+        }
+    });
+    for (auto const& r : h.records())
+        if (r.kind == core::record_kind::note) read_from.emplace_back(r.body.at("server").as_string());
+    CHECK(read_from == std::vector<std::string>{"fixture", "fixture"});
 }
