@@ -548,12 +548,7 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
         e.spec.execution.reset();
         if (mcp::requires_task(t.spec)) {
             e.withheld = "it can only be called as a task, which airlock does not offer";
-            bool first_report = false;
-            {
-                std::lock_guard lock(mutex_);
-                first_report = reported_definitions_.insert("task " + up.name + "/" + t.upstream_name).second;
-            }
-            if (first_report)
+            if (report_once("task " + up.name + "/" + t.upstream_name))
                 spdlog::warn("upstream {}: {} can only be called as a task (execution.taskSupport \"required\"), "
                              "which airlock does not offer; the tool is withheld",
                              up.name, t.upstream_name);
@@ -561,13 +556,8 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
             // A definition whose x-mcp-header annotations break the spec's rules is left out, as
             // the 2026-07-28 transport asks of clients; the other tools stay. Logged once per definition.
             e.withheld = "its x-mcp-header annotations break the 2026-07-28 rules";
-            bool first_report = false;
-            {
-                std::lock_guard lock(mutex_);
-                first_report = reported_definitions_.insert("x-mcp-header " + up.name + "/" + t.upstream_name + " " +
-                                                            declared.error().message).second;
-            }
-            if (first_report)
+            if (report_once("x-mcp-header " + up.name + "/" + t.upstream_name + " " +
+                                                            declared.error().message))
                 spdlog::warn("upstream {}: {}; the tool is withheld", up.name, declared.error().message);
         } else if (!declared->empty()) {
             e.param_headers = true;
@@ -587,12 +577,7 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
                 spdlog::warn("upstream {}: the definition of {} changed since it was pinned; withheld until accepted",
                              up.name, t.upstream_name);
                 e.withheld = "its definition changed since it was pinned (airlock pins accept)";
-                bool first_report = false;
-                {
-                    std::lock_guard lock(mutex_);
-                    first_report = reported_definitions_.insert(pin_key + " " + digest).second;
-                }
-                if (first_report) {
+                if (report_once(pin_key + " " + digest)) {
                     // Journaled once per new definition: an operator can see when a tool changed
                     // under them, and what it changed to, before accepting it.
                     auto run = co_await async_gateway_run();
@@ -612,13 +597,8 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
             }
         }
         if (auto removed = remove_hidden_characters(e.spec); !removed.empty()) {
-            bool first_report = false;
-            {
-                std::lock_guard lock(mutex_);
-                first_report = reported_definitions_.insert("hidden " + up.name + "/" + t.upstream_name + " " +
-                                                            core::describe(removed)).second;
-            }
-            if (first_report)
+            if (report_once("hidden " + up.name + "/" + t.upstream_name + " " +
+                                                            core::describe(removed)))
                 spdlog::warn("upstream {}: the definition of {} holds characters a reader cannot see ({}); they are "
                              "removed from what callers are shown",
                              up.name, t.upstream_name, core::describe(removed));
@@ -689,11 +669,13 @@ asio::awaitable<std::vector<gateway::tools_of_upstream>> gateway::async_tools_by
     co_return out;
 }
 
+bool gateway::report_once(std::string key) {
+    std::lock_guard lock(mutex_);
+    return reported_definitions_.insert(std::move(key)).second;
+}
+
 void gateway::report_ambiguous(std::string const& name, std::string const& first, std::string const& second) {
-    {
-        std::lock_guard lock(mutex_);
-        if (!reported_definitions_.insert("ambiguous " + name + " " + first + " " + second).second) return;
-    }
+    if (!report_once("ambiguous " + name + " " + first + " " + second)) return;
     spdlog::error("tool name '{}' is exposed by both upstream {} and upstream {}; neither is listed or callable under it "
                   "(keep the default prefix on one of them)",
                   name, first, second);

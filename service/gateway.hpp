@@ -201,6 +201,8 @@ private:
     boost::asio::awaitable<core::result<std::shared_ptr<catalogue_entry const>>> async_resolve(gateway_principal const& p,
                                                                                                std::string const& name);
     // Logs, once per name and pair of servers, that a name two upstreams expose is withheld.
+    // Whether `key` is reported for the first time (under mutex_): each problem is logged once.
+    bool report_once(std::string key);
     void report_ambiguous(std::string const& name, std::string const& first, std::string const& second);
     boost::asio::awaitable<mcp::handler_result> async_list(mcp::request const& req, mcp::request_context& ctx);
     // The position params.cursor names (nullopt: the first page), or why the cursor is refused.

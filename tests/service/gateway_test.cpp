@@ -58,7 +58,7 @@ struct harness {
 
     explicit harness(bool allow_process = true, std::string const& server = "everything",
                      std::vector<std::string> argv = {peers::node(), peers::everything(), "stdio"},
-                     char const* manifest = grants_yaml,
+                     std::string const& manifest = grants_yaml,
                      std::optional<std::chrono::milliseconds> upstream_deadline = std::nullopt) {
         mcp::stdio_options so;
         so.server_name = server;
@@ -145,12 +145,16 @@ mcp::request call(std::string name, json::object args) {
     return mcp::request{std::string("7"), "tools/call", json::object{{"name", std::move(name)}, {"arguments", std::move(args)}}};
 }
 
-// The manifest of agent "desk" granting each of `refs` read-only.
-core::manifest desk_grants(std::vector<std::string> const& refs) {
+// The manifest of agent "desk" granting each of `refs` read-only, as YAML and parsed.
+std::string desk_grants_yaml(std::vector<std::string> const& refs) {
     std::string yaml = "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\nspec:\n  tools:\n";
     for (auto const& ref : refs) yaml += "    - { ref: " + ref + ", mutates: false }\n";
     yaml += "  budgets: {}\n";
-    auto m = core::parse_manifest(yaml);
+    return yaml;
+}
+
+core::manifest desk_grants(std::vector<std::string> const& refs) {
+    auto m = core::parse_manifest(desk_grants_yaml(refs));
     REQUIRE(m.has_value());
     return *m;
 }
@@ -421,16 +425,7 @@ TEST_CASE("one upstream down does not break the others: its tools drop out and c
 
 namespace {
 
-constexpr char const* sized_grants = R"(
-apiVersion: airlock/v1
-kind: Agent
-metadata: { name: desk, version: "1" }
-spec:
-  tools:
-    - ref: tool://sized/blob
-      mutates: false
-  budgets: {}
-)";
+std::string const sized_grants = desk_grants_yaml({"tool://sized/blob"});
 
 std::vector<std::string> sized_server() {
     return {peers::node(), std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/gateway/sized_server.mjs"};
@@ -551,10 +546,8 @@ TEST_CASE("a tool name two unprefixed upstreams both expose is neither listed no
 }
 
 // The manifest granting every tool of the shifting fixture, and the fixture's argv.
-constexpr char const* shifting_grants =
-    "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\nspec:\n  tools:\n"
-    "    - { ref: tool://shifting/greet, mutates: false }\n    - { ref: tool://shifting/exit, mutates: false }\n"
-    "    - { ref: tool://shifting/exit_soon, mutates: false }\n  budgets: {}\n";
+std::string const shifting_grants =
+    desk_grants_yaml({"tool://shifting/greet", "tool://shifting/exit", "tool://shifting/exit_soon"});
 
 std::vector<std::string> shifting_server(std::filesystem::path const& description) {
     return {peers::node(), std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/gateway/shifting_server.mjs",
@@ -678,10 +671,7 @@ TEST_CASE("a tool description's hidden characters are removed from the listing; 
 }
 
 TEST_CASE("a tool that can only be called as a task is withheld: airlock offers no tasks") {
-    constexpr char const* task_grants =
-        "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\nspec:\n  tools:\n"
-        "    - { ref: tool://everything/simulate.research.query, mutates: false }\n"
-        "    - { ref: tool://everything/echo, mutates: false }\n  budgets: {}\n";
+    auto const task_grants = desk_grants_yaml({"tool://everything/simulate.research.query", "tool://everything/echo"});
     harness h(true, "everything", {peers::node(), peers::everything(), "stdio"}, task_grants);
     auto [listed, called] = h.list_then_call("everything__simulate-research-query", {{"topic", "airlocks"}});
     REQUIRE(listed.has_value());
@@ -719,11 +709,9 @@ TEST_CASE("a principal is given the instructions of the upstreams it sees, each 
 }
 
 // The manifest granting the announcing fixture's tools, all but `hidden`, and the fixture's argv.
-constexpr char const* announcing_grants =
-    "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: desk, version: \"1\" }\nspec:\n  tools:\n"
-    "    - { ref: tool://announcing/greet, mutates: false }\n    - { ref: tool://announcing/announce, mutates: false }\n"
-    "    - { ref: tool://announcing/add, mutates: false }\n    - { ref: tool://announcing/add_hidden, mutates: false }\n"
-    "    - { ref: tool://announcing/added, mutates: false }\n  budgets: {}\n";
+std::string const announcing_grants =
+    desk_grants_yaml({"tool://announcing/greet", "tool://announcing/announce", "tool://announcing/add",
+                      "tool://announcing/add_hidden", "tool://announcing/added"});
 
 TEST_CASE("an upstream's tools/list_changed reaches a client only when the tools it sees changed, once") {
     harness h(true, "announcing",
