@@ -5,7 +5,8 @@
 // and one JSON line; it never passes or fails on time.
 //
 //   build/bench/bench_gateway_bench [--calls N] [--concurrency C] [--per-task M] [--commits K]
-//                                   [--airlock PATH] [--dir DIR] [--only TEXT] [--threads N] [--verbose]
+//                                   [--airlock PATH] [--dir DIR] [--only TEXT] [--threads N] [--busy-poll US]
+//                                   [--verbose]
 //
 // Defaults: 2,000 sequential calls, 64 callers × 100 calls, 200 timed commits. Every client here is
 // airlock's own mcp_client, on one thread. Through airlock the upstream is configured with
@@ -14,8 +15,13 @@
 // would. The airlock binary is the real one, found next to this executable (../service/airlock)
 // unless --airlock names another. DIR (default: the system temp directory) holds the generated
 // configurations and journals and the commit measurement, so all fsyncs hit the same disk.
+//
+// Floors. The run also times a bare loopback HTTP round trip (to a forked child, blocking sockets,
+// a fixed answer) and one Ed25519 provenance signature: every call through airlock pays
+// both, so their sum is the least airlock-added can be on this machine, whatever airlock does.
 // --only measures just the rows whose name contains TEXT (and the commit), for a quick look.
 // --threads N starts airlock with `--threads N` (its I/O threads; default: one per hardware thread).
+// --busy-poll US configures airlock with one I/O thread and `server.busy_poll: USus` (docs/configuration.md).
 //
 // Attribution. The rows through airlock include one downstream HTTP hop (client → airlock's server)
 // that the direct stdio row lacks; the "airlock http hop" rows time it alone (an MCP server/discover,
@@ -24,6 +30,8 @@
 // of the client, the gateway process (airlock or mcp-proxy) and the upstream; with every party on
 // the same cores, their sum bounds the calls/s a setup can reach here (the "CPU ceiling" line).
 
+#include "core/provenance.hpp"
+#include "core/tool_id.hpp"
 #include "mcp/client.hpp"
 #include "mcp/http_transport.hpp"
 #include "mcp/stdio_transport.hpp"
@@ -38,14 +46,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -86,6 +100,7 @@ struct settings {
     std::string only;      // measure only the targets whose name contains this (and the commit)
     bool verbose = false;  // airlock's own client logs at debug
     unsigned threads = 0;  // airlock's --threads; 0: its default
+    unsigned busy_poll_us = 0;  // airlock's server.busy_poll (with server.threads: 1); 0: none
 };
 
 // CPU time (user + system) per call, by who spent it: the bench's own client, the gateway process
@@ -323,7 +338,7 @@ struct airlock_gateway {
     std::uint16_t port = 0;
 
     airlock_gateway(fs::path const& binary, fs::path const& dir, store::durability mode, upstream_via via,
-                    std::uint16_t upstream_port, unsigned threads) {
+                    std::uint16_t upstream_port, unsigned threads, unsigned busy_poll_us) {
         fs::create_directories(dir);
         {
             std::ofstream(dir / "bench.token") << bench_token << "\n";
@@ -352,6 +367,7 @@ spec:
               << "egress:\n  - \"" << upstream_url << "\"\n";
         c << "principals:\n  - name: bench\n    token_file: bench.token\n    manifest: bench.yaml\n"
           << "logging: { level: info, format: text }\n";
+        if (busy_poll_us > 0) c << "server: { threads: 1, busy_poll: " << busy_poll_us << "us }\n";
         std::ofstream(dir / "airlock.yaml") << c.str();
         std::vector<std::string> argv{binary.string(), "serve", "--config", (dir / "airlock.yaml").string(),
                                       "--listen", "127.0.0.1:0"};
@@ -548,6 +564,103 @@ commit_sample measure_commit(fs::path const& dir, int commits) {
     return run(ioc, task());
 }
 
+// The floors of airlock-added on this machine, measured in the same run: what any HTTP gateway
+// that signs each call pays before it does anything else.
+//
+// One loopback HTTP/1.1 round trip: a keep-alive request and a fixed 2-byte JSON answer between
+// this process and a child over 127.0.0.1, blocking sockets, no parsing beyond finding the end of
+// a message: the least an HTTP hop between two processes can cost here. (Two threads of one
+// process measure far less on a virtual machine: a switch between processes costs more.)
+double measure_http_floor(int round_trips) {
+    int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listener, 1) != 0 || ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        if (listener >= 0) ::close(listener);
+        throw std::runtime_error("cannot listen on 127.0.0.1 for the HTTP floor");
+    }
+    // Reads until `buf` holds a whole message: a head, then `body` bytes. Plain buffers only: the
+    // child of a threaded process may call nothing that allocates.
+    auto read_message = [](int fd, char* buf, std::size_t& held, std::size_t cap, std::size_t body) {
+        for (;;) {
+            std::string_view have(buf, held);
+            if (auto end = have.find("\r\n\r\n"); end != std::string_view::npos && held >= end + 4 + body) {
+                auto whole = end + 4 + body;
+                std::memmove(buf, buf + whole, held - whole);
+                held -= whole;
+                return true;
+            }
+            if (held == cap) return false;
+            auto n = ::recv(fd, buf + held, cap - held, 0);
+            if (n <= 0) return false;
+            held += static_cast<std::size_t>(n);
+        }
+    };
+    int const one = 1;
+    pid_t const child = ::fork();
+    if (child < 0) {
+        ::close(listener);
+        throw std::runtime_error("cannot fork the HTTP floor's server");
+    }
+    if (child == 0) {
+        int fd = ::accept(listener, nullptr, nullptr);
+        if (fd < 0) ::_exit(1);
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        static char const answer[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+        static char buf[8192];
+        std::size_t held = 0;
+        while (read_message(fd, buf, held, sizeof buf, 2))
+            if (::send(fd, answer, sizeof answer - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof answer - 1)) break;
+        ::_exit(0);
+    }
+    ::close(listener);
+    std::vector<double> lat;
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        std::string const request = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                    "Content-Length: 2\r\n\r\n{}";
+        char buf[8192];
+        std::size_t held = 0;
+        for (int i = 0; i < round_trips + 100; ++i) {
+            auto t0 = clock_type::now();
+            if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()) ||
+                !read_message(fd, buf, held, sizeof buf, 2))
+                break;
+            if (i >= 100) lat.push_back(micros(clock_type::now() - t0));  // the first 100 warm up
+        }
+    }
+    if (fd >= 0) ::close(fd);  // the child reads end of stream and exits
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    if (lat.size() != static_cast<std::size_t>(round_trips)) throw std::runtime_error("the HTTP floor's round trips failed");
+    return percentile(lat, 0.50);
+}
+
+// One Ed25519 provenance signature, as airlock signs each call: a block for get-sum's arguments.
+double measure_signature(int signatures) {
+    std::string const seed(32, '\x2a');
+    auto signer = core::provenance_signer::from_raw_seed("bench", seed);
+    auto tool = core::tool_id::parse("tool://everything/get.sum");
+    if (!signer || !tool) throw std::runtime_error("cannot make a provenance signer");
+    boost::json::value const arguments{{"a", 2}, {"b", 3}};
+    auto const now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+    std::vector<double> lat;
+    for (int i = 0; i < signatures + 100; ++i) {
+        auto block = core::make_provenance("run-bench", "run-bench/" + std::to_string(i) + "/tool", "bench",
+                                           std::string(64, '0'), *tool, arguments, now, std::chrono::seconds(300),
+                                           "nonce" + std::to_string(i));
+        if (!block) throw std::runtime_error("cannot make a provenance block: " + block.error().message);
+        auto t0 = clock_type::now();
+        if (auto s = signer->sign(*block); !s) throw std::runtime_error("signing failed: " + s.error().message);
+        if (i >= 100) lat.push_back(micros(clock_type::now() - t0));
+    }
+    return percentile(lat, 0.50);
+}
+
 // The disk's fsync time drifts with what else the machine does, so the commit is timed twice,
 // before and after the calls, and the two samples are pooled.
 phase pooled(commit_sample const& before, commit_sample const& after) {
@@ -571,7 +684,7 @@ phase const* find_row(std::vector<phase> const& rows, std::string const& target,
 
 int usage() {
     std::cerr << "usage: gateway_bench [--calls N] [--concurrency C] [--per-task M] [--commits K] [--airlock PATH] "
-                 "[--dir DIR] [--only TEXT] [--threads N] [--verbose]\n";
+                 "[--dir DIR] [--only TEXT] [--threads N] [--busy-poll US] [--verbose]\n";
     return 2;
 }
 
@@ -597,7 +710,7 @@ int bench(settings const& s) {
         bool hop = target == "airlock fast stdio" && wanted(hop_target);
         if (!wanted(target) && !hop) return;
         std::cerr << target << "...\n";
-        airlock_gateway gw(binary, scratch.path / target, mode, via, up_port, s.threads);
+        airlock_gateway gw(binary, scratch.path / target, mode, via, up_port, s.threads, s.busy_poll_us);
         auto const pid = gw.process->pid();
         if (wanted(target)) {
             auto r = drive(target, "airlock", http_client("airlock", gw.url(), bench_token), s, pid);
@@ -613,6 +726,9 @@ int bench(settings const& s) {
 
     std::cerr << "durable journal commits (before)...\n";
     auto const commit_before = measure_commit(scratch.path / "commit-journal-before", s.commits / 2);
+    std::cerr << "loopback HTTP floor and one signature...\n";
+    double const http_floor = measure_http_floor(s.calls);
+    double const signature = measure_signature(s.calls);
     direct("direct stdio", "everything", stdio_client());
     through("airlock durable stdio", store::durability::durable, upstream_via::stdio, 0);
     through("airlock fast stdio", store::durability::fast, upstream_via::stdio, 0);
@@ -694,6 +810,15 @@ int bench(settings const& s) {
     figure const ceiling_fast = ceiling("airlock fast stdio");
     figure const ceiling_proxy = ceiling("mcp-proxy stdio");
     figure const ceiling_direct = ceiling("direct stdio");
+    // With a gateway that spent no CPU at all, the client and the upstream alone would still share
+    // the cores: the most calls/s any gateway could reach in this setup.
+    auto const* fast_row = find_row(rows, "airlock fast stdio", s.concurrency);
+    figure const ceiling_free_gateway =
+        fast_row && fast_row->cpu.client_us + fast_row->cpu.upstream_us > 0
+            ? figure(cores * 1e6 / (fast_row->cpu.client_us + fast_row->cpu.upstream_us))
+            : std::nullopt;
+    figure const tenfold_proxy = rate("mcp-proxy stdio") ? figure(10 * *rate("mcp-proxy stdio")) : std::nullopt;
+    double const floor_fast = http_floor + signature;
 
     auto text = [](figure f, char const* format) {
         if (!f) return std::string("n/a");
@@ -719,7 +844,14 @@ int bench(settings const& s) {
                 "direct stdio %s, airlock durable %s, airlock fast %s, mcp-proxy %s\n",
                 cores, s.concurrency, text(ceiling_direct, "%.0f").c_str(), text(ceiling_durable, "%.0f").c_str(),
                 text(ceiling_fast, "%.0f").c_str(), text(ceiling_proxy, "%.0f").c_str());
+    std::printf("floors here: loopback HTTP round trip p50 %.1f us, one Ed25519 signature p50 %.1f us; so airlock-added "
+                "p50 cannot be under %.1f us (fast) or one commit + %.1f us (durable)\n",
+                http_floor, signature, floor_fast, floor_fast);
+    std::printf("calls/s at %d concurrent if the gateway spent no CPU (client and upstream CPU only): %s; "
+                "10x mcp-proxy: %s\n",
+                s.concurrency, text(ceiling_free_gateway, "%.0f").c_str(), text(tenfold_proxy, "%.0f").c_str());
     if (s.threads > 0) std::printf("airlock ran with --threads %u\n", s.threads);
+    if (s.busy_poll_us > 0) std::printf("airlock ran with server.threads 1, busy_poll %u us\n", s.busy_poll_us);
     std::fflush(stdout);
 
     auto json = [](figure f) { return f ? boost::json::value(*f) : boost::json::value(nullptr); };
@@ -740,8 +872,14 @@ int bench(settings const& s) {
                                 {"cpu_ceiling_calls_per_s_airlock_durable_stdio", json(ceiling_durable)},
                                 {"cpu_ceiling_calls_per_s_airlock_fast_stdio", json(ceiling_fast)},
                                 {"cpu_ceiling_calls_per_s_mcp_proxy_stdio", json(ceiling_proxy)},
+                                {"http_floor_p50_us", http_floor},
+                                {"signature_p50_us", signature},
+                                {"airlock_added_floor_p50_us_fast", floor_fast},
+                                {"calls_per_s_ceiling_with_free_gateway", json(ceiling_free_gateway)},
+                                {"calls_per_s_tenfold_mcp_proxy", json(tenfold_proxy)},
                                 {"cores", cores},
-                                {"airlock_threads", s.threads > 0 ? boost::json::value(s.threads) : boost::json::value("default")}};
+                                {"airlock_threads", s.threads > 0 ? boost::json::value(s.threads) : boost::json::value("default")},
+                                {"airlock_busy_poll_us", s.busy_poll_us}};
     boost::json::object out{{"bench", "gateway"},
                             {"rows", json_rows},
                             {"commit", {{"p50_us", commit.p50_us}, {"p99_us", commit.p99_us}, {"appends", commit.calls},
@@ -774,6 +912,11 @@ int main(int argc, char** argv) {
             int n = 0;
             if (!number(n)) return usage();
             s.threads = static_cast<unsigned>(n);
+        }
+        else if (a == "--busy-poll") {
+            int n = 0;
+            if (!number(n)) return usage();
+            s.busy_poll_us = static_cast<unsigned>(n);
         }
         else if (a == "--verbose") s.verbose = true;
         else return usage();

@@ -71,6 +71,22 @@ std::string_view to_string(log_level l) noexcept {
     return "info";
 }
 
+// A short duration for busy polling: whole microseconds or milliseconds, with the unit, at most 10 ms.
+std::optional<std::chrono::microseconds> parse_busy_poll(std::string_view text) {
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0 || digits > 6) return std::nullopt;
+    std::uint64_t n = 0;
+    std::from_chars(text.data(), text.data() + digits, n);
+    auto unit = text.substr(digits);
+    std::uint64_t scale = 0;
+    if (unit == "us") scale = 1;
+    else if (unit == "ms") scale = 1000;
+    else return std::nullopt;
+    if (n * scale > 10'000) return std::nullopt;
+    return std::chrono::microseconds(static_cast<std::chrono::microseconds::rep>(n * scale));
+}
+
 std::optional<std::size_t> parse_size(std::string_view text) {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
@@ -296,6 +312,13 @@ public:
         return d;
     }
 
+    std::optional<std::chrono::microseconds> busy_poll(YAML::Node const& n, std::string const& path) {
+        auto d = n.IsScalar() ? parse_busy_poll(n.Scalar()) : std::nullopt;
+        if (!d) fail("invalid_duration", path + " must be a duration from \"0us\" to \"10ms\", like \"300us\", not " +
+                                             describe(n));
+        return d;
+    }
+
     std::optional<std::size_t> size(YAML::Node const& n, std::string const& path, std::size_t min) {
         if (!n.IsScalar() || (classify(n) != scalar_kind::string && classify(n) != scalar_kind::integer)) {
             fail("wrong_type", path + " must be a size like \"64KiB\", \"4MiB\" or \"1GiB\", not " + describe(n));
@@ -460,7 +483,7 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     if (!r.mapping(n, p, {"listen", "unix_socket", "unix_socket_mode", "threads", "header_limit", "body_limit",
                           "read_timeout", "idle_timeout", "max_connections", "tls", "allowed_origins",
                           "allowed_hosts", "trusted_proxies", "forwarded_header", "drain_grace", "sse_keep_alive", "input_request_ttl",
-                          "list_page_size", "sessions"}))
+                          "list_page_size", "sessions", "busy_poll"}))
         return;
 
     if (auto const v = n["listen"]) {
@@ -613,6 +636,12 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     }
     // Written with nothing under it (its entries commented out), it means its defaults.
     if (auto const v = n["sessions"]; v && !v.IsNull()) read_sessions(r, v, s.sessions);
+    if (auto const v = n["busy_poll"]) {
+        if (auto d = r.busy_poll(v, p + ".busy_poll")) s.busy_poll = *d;
+        if (s.busy_poll.count() > 0 && s.threads != 1)
+            r.fail("invalid_value", p + ".busy_poll needs server.threads: 1; with more I/O threads, the one asleep in "
+                                        "the event poll takes the events the polling one waits for");
+    }
 
     if (!s.unix_socket && !s.tls && !is_loopback(s.host) && s.trusted_proxies.empty())
         r.warn("server.listen " + s.host + ":" + std::to_string(s.port) +
@@ -1731,8 +1760,9 @@ std::string summary(config const& c) {
         bool v6 = s.host.find(':') != std::string::npos;
         o << "listen      " << (s.tls ? "https://" : "http://") << (v6 ? "[" + s.host + "]" : s.host) << ":" << s.port;
     }
-    o << " (" << (s.tls ? "TLS, " : "") << "threads: " << (s.threads ? std::to_string(s.threads) : "one per core")
-      << ", max connections: " << s.max_connections << ")\n";
+    o << " (" << (s.tls ? "TLS, " : "") << "threads: " << (s.threads ? std::to_string(s.threads) : "one per core");
+    if (s.busy_poll.count() > 0) o << ", busy poll: " << s.busy_poll.count() << " us";
+    o << ", max connections: " << s.max_connections << ")\n";
     o << "proxies     "
       << (s.trusted_proxies.empty() ? std::string("none trusted (X-Forwarded-For and Forwarded are ignored)") : "trusted: ");
     for (std::size_t i = 0; i < s.trusted_proxies.size(); ++i) o << (i ? ", " : "") << s.trusted_proxies[i];

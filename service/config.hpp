@@ -61,6 +61,9 @@ struct server_config {
     std::optional<std::filesystem::path> unix_socket;  // when set, airlock listens here instead of TCP
     unsigned unix_socket_mode = 0660;
     unsigned threads = 0;  // 0: one per hardware thread
+    // With one I/O thread: how long it keeps polling for events after its last one before it sleeps
+    // (0: it sleeps at once). Trades CPU for the wake-up a sleeping thread pays on every event.
+    std::chrono::microseconds busy_poll{0};
     std::size_t header_limit = 16 * 1024;
     std::size_t body_limit = 4 * 1024 * 1024;
     std::chrono::milliseconds read_timeout{30'000};

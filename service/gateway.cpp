@@ -315,6 +315,26 @@ json::object gateway::server_capabilities(std::string const& principal_name) con
     return caps;
 }
 
+namespace {
+
+// An upstream's instructions as callers see them: they are model-facing, like tool descriptions, so
+// the characters nobody can read are removed, and they are bounded, since they land in every
+// client's context.
+std::string shown_instructions(std::string text) {
+    core::hidden_characters removed;
+    if (auto cleaned = core::without_hidden_characters(text, removed)) text = std::move(*cleaned);
+    constexpr std::size_t limit = 16 * 1024;
+    if (text.size() > limit) {
+        auto cut = limit;
+        while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+        text.resize(cut);
+        text += " [cut at 16 KiB by airlock]";
+    }
+    return text;
+}
+
+}  // namespace
+
 std::optional<std::string> gateway::instructions(std::string const& principal_name) const {
     // What each upstream the principal sees says of how to use it, with the characters nobody can
     // read removed (they are model-facing, like tool descriptions). A lone unprefixed upstream's
@@ -325,15 +345,14 @@ std::optional<std::string> gateway::instructions(std::string const& principal_na
     for (auto const* up : visible_upstreams(*p)) {
         auto text = up->client->instructions();
         if (!text) continue;
-        core::hidden_characters removed;
-        if (auto cleaned = core::without_hidden_characters(*text, removed)) text = std::move(cleaned);
-        // Bounded: an upstream's instructions land in every client's context.
-        constexpr std::size_t limit = 16 * 1024;
-        if (text->size() > limit) {
-            auto cut = limit;
-            while (cut > 0 && (static_cast<unsigned char>((*text)[cut]) & 0xC0) == 0x80) --cut;
-            text->resize(cut);
-            *text += " [cut at 16 KiB by airlock]";
+        {
+            std::lock_guard lock(instructions_mutex_);
+            auto& [sent, shown] = shown_instructions_[up->name];
+            if (sent != *text) {
+                sent = *text;
+                shown = shown_instructions(std::move(*text));
+            }
+            text = shown;
         }
         if (text->find_first_not_of(" \t\r\n") == std::string::npos) continue;
         said.emplace_back(up, std::move(*text));

@@ -258,6 +258,10 @@ private:
     std::map<std::string, std::string> resource_owner_;                        // uri → upstream
     std::vector<std::pair<std::string, std::string>> template_owner_;           // (uriTemplate, upstream)
     std::map<std::string, std::pair<std::string, std::string>> prompt_owner_;  // exposed → (upstream, name)
+    // An upstream's instructions as sent → as shown (hidden characters removed, cut to size): every
+    // server/discover and initialize hands them out, and they change only with a new handshake.
+    mutable std::mutex instructions_mutex_;
+    mutable std::map<std::string, std::pair<std::string, std::string>> shown_instructions_;  // by upstream
     // Resource subscriptions: uri → (session key → principal); the upstream is subscribed while any remain.
     std::map<std::string, std::map<std::string, std::string>> subscribers_;
     std::map<std::string, std::string> subscribed_upstream_;  // uri → upstream

@@ -152,6 +152,27 @@ TEST_CASE("SIGTERM stops serve cleanly with exit code 0") {
     CHECK(p.wait(15s) == 0);
 }
 
+TEST_CASE("serve with busy polling answers requests, stops on SIGTERM, and refuses more than one I/O thread") {
+    temp_dir dir("serve-busy-poll");
+    auto const config = dir.path() / "airlock.yaml";
+    std::ofstream(config) << "journal: { dir: journal }\nserver: { threads: 1, busy_poll: 500us }\n";
+    {
+        child_process p({AIRLOCK_BINARY, "serve", "--config", config.string(), "--listen", "127.0.0.1:0"});
+        auto port = start_serve(p);
+        CHECK_THAT(p.stderr_text(), Catch::Contains("busy poll: 500 us"));
+        // Requests close together (caught while polling) and apart (after the thread went to sleep).
+        for (int i = 0; i < 20; ++i) {
+            CHECK(http_get(port, "/healthz").status == 200);
+            if (i % 5 == 4) std::this_thread::sleep_for(20ms);
+        }
+        p.signal(SIGTERM);
+        CHECK(p.wait(15s) == 0);
+    }
+    child_process refused({AIRLOCK_BINARY, "serve", "--config", config.string(), "--listen", "127.0.0.1:0", "--threads", "2"});
+    CHECK(refused.wait(15s) == 2);
+    CHECK_THAT(refused.stderr_text(), Catch::Contains("busy_poll") && Catch::Contains("--threads"));
+}
+
 TEST_CASE("SIGTERM to airlock serve stops a stdio upstream that ignores stdin EOF and SIGTERM, leaving no process behind") {
     stubborn_deployment d("airlock-serve-upstream", "");
     child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0", "--log-format",
