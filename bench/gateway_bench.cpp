@@ -18,7 +18,9 @@
 //
 // Floors. The run also times a bare loopback HTTP round trip (to a forked child, blocking sockets,
 // a fixed answer) and one Ed25519 provenance signature: every call through airlock pays
-// both, so their sum is the least airlock-added can be on this machine, whatever airlock does.
+// both, so their sum is the least airlock-added can be on this machine, whatever airlock does. On a
+// virtual machine the round trip is mostly the wake-up of an idle virtual CPU: measured on an idle
+// machine it is several times what it is on a busy one, and so are the rows' p50s.
 // --only measures just the rows whose name contains TEXT (and the commit), for a quick look.
 // --threads N starts airlock with `--threads N` (its I/O threads; default: one per hardware thread).
 // --busy-poll US configures airlock with one I/O thread and `server.busy_poll: USus` (docs/configuration.md).
@@ -810,13 +812,11 @@ int bench(settings const& s) {
     figure const ceiling_fast = ceiling("airlock fast stdio");
     figure const ceiling_proxy = ceiling("mcp-proxy stdio");
     figure const ceiling_direct = ceiling("direct stdio");
-    // With a gateway that spent no CPU at all, the client and the upstream alone would still share
-    // the cores: the most calls/s any gateway could reach in this setup.
+    // A gateway that signs each call spends at least one signature's CPU on it; the client and the
+    // upstream share the same cores: the most calls/s any signing gateway could reach in this setup.
     auto const* fast_row = find_row(rows, "airlock fast stdio", s.concurrency);
-    figure const ceiling_free_gateway =
-        fast_row && fast_row->cpu.client_us + fast_row->cpu.upstream_us > 0
-            ? figure(cores * 1e6 / (fast_row->cpu.client_us + fast_row->cpu.upstream_us))
-            : std::nullopt;
+    figure const ceiling_signing_only =
+        fast_row ? figure(cores * 1e6 / (fast_row->cpu.client_us + fast_row->cpu.upstream_us + signature)) : std::nullopt;
     figure const tenfold_proxy = rate("mcp-proxy stdio") ? figure(10 * *rate("mcp-proxy stdio")) : std::nullopt;
     double const floor_fast = http_floor + signature;
 
@@ -847,9 +847,9 @@ int bench(settings const& s) {
     std::printf("floors here: loopback HTTP round trip p50 %.1f us, one Ed25519 signature p50 %.1f us; so airlock-added "
                 "p50 cannot be under %.1f us (fast) or one commit + %.1f us (durable)\n",
                 http_floor, signature, floor_fast, floor_fast);
-    std::printf("calls/s at %d concurrent if the gateway spent no CPU (client and upstream CPU only): %s; "
-                "10x mcp-proxy: %s\n",
-                s.concurrency, text(ceiling_free_gateway, "%.0f").c_str(), text(tenfold_proxy, "%.0f").c_str());
+    std::printf("calls/s at %d concurrent if airlock spent only one signature's CPU per call (with the client's and "
+                "the upstream's): %s; 10x mcp-proxy: %s\n",
+                s.concurrency, text(ceiling_signing_only, "%.0f").c_str(), text(tenfold_proxy, "%.0f").c_str());
     if (s.threads > 0) std::printf("airlock ran with --threads %u\n", s.threads);
     if (s.busy_poll_us > 0) std::printf("airlock ran with server.threads 1, busy_poll %u us\n", s.busy_poll_us);
     std::fflush(stdout);
@@ -875,7 +875,7 @@ int bench(settings const& s) {
                                 {"http_floor_p50_us", http_floor},
                                 {"signature_p50_us", signature},
                                 {"airlock_added_floor_p50_us_fast", floor_fast},
-                                {"calls_per_s_ceiling_with_free_gateway", json(ceiling_free_gateway)},
+                                {"calls_per_s_ceiling_signing_only", json(ceiling_signing_only)},
                                 {"calls_per_s_tenfold_mcp_proxy", json(tenfold_proxy)},
                                 {"cores", cores},
                                 {"airlock_threads", s.threads > 0 ? boost::json::value(s.threads) : boost::json::value("default")},
