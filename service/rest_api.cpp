@@ -564,7 +564,9 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         if (!started) {
             auto res = problem_for(started.error(), version,
                                    started.error().code.starts_with("unknown_") ? field : std::string_view{});
-            if (started.error().code == "at_capacity")
+            // Both pass: the runtime is full for now, or airlock is stopping and will be back (or
+            // another instance takes the retry).
+            if (started.error().code == "at_capacity" || started.error().code == "unavailable")
                 res.set(http::field::retry_after, std::to_string(options_.runs->retry_after().count()));
             co_return res;
         }

@@ -831,10 +831,12 @@ int run_serve(std::vector<std::string> const& args) {
         }
         // What is still in flight is cancelled (an effect started and not finished reads as in
         // doubt in the journal); sessions end and their runs are sealed. The runs are closed first,
-        // so that they are sealed as stopped by airlock, not as ended by their clients.
+        // so that they are sealed as stopped by airlock, not as ended by their clients. From the
+        // first of these on, no run of any kind is admitted (a REST run is refused by the agent
+        // runtime, a gateway run by the gateway): one admitted after the seals would stay running.
+        runs->stop();
         sv->backend->close_all_runs();
         endpoint->shutdown();
-        runs->stop();
         auto stop_loop = [&ioc](std::exception_ptr e) {
             if (e) spdlog::error("stopping the upstreams ended by an internal error; stopping anyway");
             ioc.stop();
