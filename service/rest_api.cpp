@@ -335,6 +335,14 @@ std::vector<std::pair<std::string, std::string>> rest_api::routes() {
 }
 
 asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
+    auto res = co_await async_route(req);
+    // A request with a foreign Origin is refused, the same one without it is served: a cache in
+    // front must not answer one with the other's reply.
+    res.set(http::field::vary, "Origin");
+    co_return res;
+}
+
+asio::awaitable<http_response> rest_api::async_route(http_request& req) {
     auto const version = req.version();
 
     // The route is found before the door answers, so a request the door turns away is still logged

@@ -114,6 +114,9 @@ public:
     static boost::json::object openapi();
 
 private:
+    // Answers the request, the door first; async_handle adds what every reply carries.
+    boost::asio::awaitable<http_response> async_route(http_request& req);
+
     rest_api_options options_;
 };
 

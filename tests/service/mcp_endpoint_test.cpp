@@ -196,6 +196,37 @@ TEST_CASE("a browser client at an allowed origin gets its CORS preflight answere
     CHECK_FALSE(header_value(plain.head, "Access-Control-Allow-Origin"));
 }
 
+TEST_CASE("every reply on /mcp says it varies with Origin, whether or not the request carried one") {
+    auto o = test_options();
+    o.allowed_origins = {"https://app.example.com"};
+    endpoint_fixture f(o);
+    // Without an Origin the reply has no CORS headers; a cache that kept it for a browser at the
+    // allowed origin would hand that browser a reply it may not read.
+    auto plain = f.send("POST", init_body);
+    CHECK(plain.status == 200);
+    CHECK_FALSE(header_value(plain.head, "Access-Control-Allow-Origin"));
+    CHECK(header_value(plain.head, "Vary") == "Origin");
+    auto allowed = f.send("POST", init_body, {"Origin: https://app.example.com"});
+    CHECK(header_value(allowed.head, "Vary") == "Origin");
+    auto foreign = f.send("POST", init_body, {"Origin: https://evil.example.com"});
+    CHECK(foreign.status == 403);
+    CHECK(header_value(foreign.head, "Vary") == "Origin");
+    auto unauthenticated = f.send("POST", init_body, {}, std::nullopt);
+    CHECK(unauthenticated.status == 401);
+    CHECK(header_value(unauthenticated.head, "Vary") == "Origin");
+    // A notification stream too: its head goes through a cache like any reply.
+    auto sid = f.initialize();
+    auto c = raw_connection::tcp(f.port);
+    c.send(f.request_text("GET", "", endpoint_fixture::in_session(sid), std::string(token), std::nullopt, false));
+    REQUIRE(c.read_until([](std::string const& d) { return d.find("\r\n\r\n") != std::string::npos; }));
+    CHECK(header_value(c.data.substr(0, c.data.find("\r\n\r\n")), "Vary") == "Origin");
+    // A preflight's allowed headers echo the ones asked for: it varies with those as well.
+    auto pre = f.send("OPTIONS", "", {"Origin: https://app.example.com", "Access-Control-Request-Method: POST",
+                                      "Access-Control-Request-Headers: authorization"},
+                      std::nullopt);
+    CHECK(header_value(pre.head, "Vary") == "Origin, Access-Control-Request-Headers");
+}
+
 TEST_CASE("a request without a bearer token gets 401 with a Bearer challenge") {
     endpoint_fixture f;
     auto r = f.post(init_body, {}, std::nullopt);

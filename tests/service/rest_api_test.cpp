@@ -221,6 +221,19 @@ TEST_CASE("REST: an Origin that is not allowed gets 403; an allowed one is serve
     CHECK(f.request("GET", "/v1/runs", {}, "Origin: http://127.0.0.1:9\r\n").status == 200);
 }
 
+TEST_CASE("REST: every reply says it varies with Origin, a request without one included", "[rest]") {
+    rest_fixture f;
+    // The same request is refused with a foreign Origin and served without one: a cache must not
+    // answer either with the other's reply.
+    for (auto const& origin : {std::string(), std::string("Origin: http://evil.example\r\n"),
+                               std::string("Origin: http://127.0.0.1:9\r\n")}) {
+        auto r = f.request("GET", "/v1/runs", {}, origin);
+        INFO(origin << r.head);
+        CHECK(has_header(r, "vary: origin"));
+    }
+    CHECK(has_header(f.request("GET", "/v1/runs", {}, {}, false), "vary: origin"));
+}
+
 TEST_CASE("REST: GET /v1/runs lists runs with filters and cursor pagination", "[rest]") {
     rest_fixture f;
     auto a = f.write_run("teller", "42");
