@@ -1592,6 +1592,15 @@ asio::awaitable<http_reply> route_mcp(std::shared_ptr<mcp_endpoint> endpoint, ht
 
 }  // namespace
 
+std::function<std::optional<std::string>(std::string_view, std::string_view)> mcp_refusal_body(std::string path) {
+    return [path = std::move(path)](std::string_view target, std::string_view message) -> std::optional<std::string> {
+        if (target.substr(0, target.find('?')) != path) return std::nullopt;
+        // MCP types an error's id as optional for this case; an id of null fails the TypeScript SDK's schema.
+        return mcp::serialize(
+            mcp::make_error_response(std::nullopt, mcp::rpc_code::invalid_request, "Invalid request: " + std::string(message)));
+    };
+}
+
 http_handler make_mcp_handler(std::shared_ptr<mcp_endpoint> endpoint, http_response_handler fallback, std::string path) {
     return [endpoint = std::move(endpoint), fallback = std::move(fallback), path = std::move(path)](http_request& req) {
         return route_mcp(endpoint, fallback, path, req);

@@ -765,6 +765,8 @@ int run_serve(std::vector<std::string> const& args) {
     request_observer_options observer;
     observer.metrics = metrics;
     http_options.on_refused = observe_refusals(observer);
+    // An MCP client shows a JSON-RPC error; a 413 or 431 with another body shape reads as garbage.
+    http_options.refusal_body = mcp_refusal_body();
     http_server server(ioc, http_options, observe_requests(make_mcp_handler(endpoint, routes), observer));
     // Gauges whose truth lives elsewhere are read when Prometheus scrapes.
     metrics->on_scrape([&server, endpoint, backend = sv->backend](airlock_metrics& m) {

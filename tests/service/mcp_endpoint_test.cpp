@@ -620,6 +620,37 @@ TEST_CASE("a body over the server's limit gets 413") {
     CHECK(r.status == 413);
 }
 
+TEST_CASE("a body or headers over the server's limits sent to /mcp get 413 or 431 with a JSON-RPC error and no id") {
+    http_server_options ho;
+    ho.body_limit = 256;
+    ho.header_limit = 1024;
+    ho.refusal_body = mcp_refusal_body();
+    endpoint_fixture f(test_options(), ho);
+    // The status says what happened; the body is one an MCP client parses. The request was not
+    // read, so the error has no id (MCP's schema allows that; an id of null it does not).
+    auto body = f.post(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" + std::string(1000, 'x') + R"("}})");
+    CHECK(body.status == 413);
+    CHECK(header_value(body.head, "Content-Type") == "application/json");
+    auto refused = body_json(body);
+    CHECK(refused.at("jsonrpc") == "2.0");
+    CHECK_FALSE(refused.contains("id"));
+    CHECK(refused.at("error").at("code") == -32600);
+    CHECK_THAT(std::string(refused.at("error").at("message").as_string()), Catch::Contains("exceeds 256 bytes"));
+    auto headers = f.post(init_body, {"X-Padding: " + std::string(2000, 'x')});
+    CHECK(headers.status == 431);
+    auto too_many = body_json(headers);
+    CHECK_FALSE(too_many.contains("id"));
+    CHECK(too_many.at("error").at("code") == -32600);
+    CHECK_THAT(std::string(too_many.at("error").at("message").as_string()), Catch::Contains("exceed 1024 bytes"));
+    // Another route keeps the server's own error body.
+    auto c = raw_connection::tcp(f.port);
+    c.send("POST /healthz HTTP/1.1\r\nHost: " + f.host() + "\r\nContent-Length: 5000\r\nConnection: close\r\n\r\n");
+    REQUIRE(c.read_until(reply_complete));
+    auto other = parse_reply(c.data);
+    CHECK(other.status == 413);
+    CHECK(json::parse(other.body).at("error").at("code") == "body_too_large");
+}
+
 TEST_CASE("paths other than /mcp go to the fallback handler") {
     endpoint_fixture f;
     auto c = raw_connection::tcp(f.port);

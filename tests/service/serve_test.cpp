@@ -139,6 +139,21 @@ TEST_CASE("oversized headers get 431 and an oversized body 413, and the server s
     CHECK(http_get(port, "/healthz").status == 200);
 }
 
+TEST_CASE("oversized headers or body sent to /mcp get 431 or 413 with a JSON-RPC error an MCP client can read") {
+    child_process p({AIRLOCK_BINARY, "serve", "--listen", "127.0.0.1:0"});
+    auto port = start_serve(p);
+    auto r = raw_http(port, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000000\r\n\r\n");
+    CHECK(r.status == 413);
+    INFO(r.body);
+    auto body = boost::json::parse(r.body).as_object();
+    CHECK(body.at("jsonrpc") == "2.0");
+    CHECK(body.at("error").at("code") == -32600);
+    CHECK_FALSE(body.contains("id"));
+    r = raw_http(port, "POST /mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(20 * 1024, 'x') + "\r\n\r\n");
+    CHECK(r.status == 431);
+    CHECK(boost::json::parse(r.body).at("error").at("code") == -32600);
+}
+
 TEST_CASE("garbage instead of HTTP gets 400 and does not take the server down") {
     child_process p({AIRLOCK_BINARY, "serve", "--listen", "127.0.0.1:0"});
     auto port = start_serve(p);
