@@ -161,28 +161,49 @@ message_head read_message_head(std::string_view text) {
     return head;
 }
 
+namespace {
+
+// Whether the text from `i` on is zero or more `,"key":value` members and then the final '}' (at
+// `close`), each value whole.
+bool members_close_at(std::string_view text, std::size_t i, std::size_t close) {
+    for (;;) {
+        i = skip_space(text, i);
+        if (i == close) return true;
+        if (i > close || text[i] != ',') return false;
+        i = skip_space(text, i + 1);
+        if (i >= close || text[i] != '"') return false;
+        i = end_of_string(text, i);
+        if (i == npos) return false;
+        i = skip_space(text, i);
+        if (i >= close || text[i] != ':') return false;
+        i = skip_space(text, i + 1);
+        auto end = end_of_value(text, i);
+        if (end == npos || end == i || end > close) return false;
+        i = end;
+    }
+}
+
+}  // namespace
+
 std::optional<request_id> read_trailing_id(std::string_view text) {
     text = trim_end(text);
     if (!text.ends_with('}')) return std::nullopt;
-    text = trim_end(text.substr(0, text.size() - 1));
-    std::size_t start = 0;
-    if (text.ends_with('"')) {
-        start = text.size() < 2 ? npos : text.rfind('"', text.size() - 2);
-    } else {
-        auto before = text.find_last_not_of("-0123456789");
-        start = before == npos ? npos : before + 1;
+    auto const close = text.size() - 1;
+    // The last "id" key whose member, and the members after it (an SDK may write "jsonrpc" last),
+    // run whole up to the final '}': that brace then closes the object holding it, the top-level
+    // one. A quote inside a string is escaped, so an unescaped `"id"` after ',' or '{' is a key's.
+    constexpr std::string_view key = R"("id")";
+    for (auto at = text.rfind(key, close); at != npos; at = at == 0 ? npos : text.rfind(key, at - 1)) {
+        auto before = trim_end(text.substr(0, at));
+        if (!before.ends_with(',') && !before.ends_with('{')) continue;
+        auto i = skip_space(text, at + key.size());
+        if (i >= close || text[i] != ':') continue;
+        auto start = skip_space(text, i + 1);
+        auto end = end_of_value(text, start);
+        if (end == npos || end == start || end > close || !members_close_at(text, end, close)) continue;
+        return id_from_text(text.substr(start, end - start));
     }
-    if (start == npos || start == text.size()) return std::nullopt;
-    auto value = text.substr(start);
-    // What precedes must be `{` or `,`, `"id"` and `:`: the member closes the object that the final
-    // `}` closes, so it is a top-level one. (A quote found inside a string would follow a '\\'.)
-    auto rest = trim_end(text.substr(0, start));
-    if (!rest.ends_with(':')) return std::nullopt;
-    rest = trim_end(rest.substr(0, rest.size() - 1));
-    if (!rest.ends_with(R"("id")")) return std::nullopt;
-    rest = trim_end(rest.substr(0, rest.size() - 4));
-    if (!rest.ends_with(',') && !rest.ends_with('{')) return std::nullopt;
-    return id_from_text(value);
+    return std::nullopt;
 }
 
 error_response make_error_response(std::optional<request_id> id, std::int64_t code, std::string message,

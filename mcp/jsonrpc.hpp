@@ -110,8 +110,9 @@ struct message_head {
 };
 message_head read_message_head(std::string_view first_bytes);
 
-// The top-level id of a message from its last bytes, when the id is its last member
-// (`...,"jsonrpc":"2.0","id":7}`, the order the TypeScript SDK writes its replies in).
+// The top-level id of a message from its last bytes, when the id is among the members those bytes
+// hold whole (`...,"jsonrpc":"2.0","id":7}`, the order the TypeScript SDK writes its replies in, or
+// `...},"id":7,"jsonrpc":"2.0"}`).
 std::optional<request_id> read_trailing_id(std::string_view last_bytes);
 
 void tag_invoke(boost::json::value_from_tag, boost::json::value& jv, request const& r);

@@ -14,7 +14,9 @@ namespace airlock::mcp {
 // A line past the limit, skipped up to its newline: what its first bytes told, and its last
 // bytes (where the TypeScript SDK writes a message's id).
 struct oversized_line {
-    static constexpr std::size_t tail_bytes = 256;
+    // Room for a long string id and the members an SDK writes after it; a few KiB per connection
+    // is nothing beside the line limit itself.
+    static constexpr std::size_t tail_bytes = 4096;
 
     void keep_tail(std::string_view more);
     // Its id, from the first bytes or else the last ones; nullopt when neither shows it whole.

@@ -57,6 +57,20 @@ mcp::error_object invalid_params(std::string message) {
     return mcp::error_object{mcp::rpc_code::invalid_params, std::move(message), std::nullopt};
 }
 
+// What a request is told when the run it would journal to could not be had: airlock is stopping
+// (in the words of the endpoints' message for a request cut off by the stop), or the journal failed.
+mcp::error_object no_run(core::error const& e, std::string_view refused) {
+    if (e.code == "stopping") {
+        spdlog::info("{} refused: airlock is stopping", refused);
+        return mcp::error_object{mcp::rpc_code::internal_error,
+                                 "airlock is stopping: this request was refused before it started (nothing was done); "
+                                 "send it again once airlock is back",
+                                 std::nullopt};
+    }
+    spdlog::error("journal unavailable, {} refused: {}", refused, e.message);
+    return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
+}
+
 // The spec's code for a resource that does not exist (or that this caller may not see).
 constexpr std::int64_t resource_not_found = -32002;
 
@@ -789,6 +803,8 @@ asio::awaitable<core::result<std::string>> gateway::async_admitted_run(std::stri
             std::lock_guard lock(mutex_);
             auto it = runs_.find(key);
             if (it == runs_.end()) {
+                // Once close_all_runs has begun, a run admitted now would be left running.
+                if (stopping_) co_return core::make_error("stopping", "airlock is stopping: no run is admitted");
                 run = ids_.next().str();
                 runs_[key] = run_slot{run, false};
                 mine = true;
@@ -804,7 +820,7 @@ asio::awaitable<core::result<std::string>> gateway::async_admitted_run(std::stri
     admitted_body["admitted_at"] = rfc3339(options_.clock());
     auto admit = core::one_record(core::record_kind::run_admitted, std::move(admitted_body));
     auto r = co_await options_.journal->async_append(run, std::move(admit));
-    bool ended_meanwhile = false;
+    bool ended_meanwhile = false, stopped_meanwhile = false;
     {
         std::lock_guard lock(mutex_);
         auto it = runs_.find(key);
@@ -812,8 +828,18 @@ asio::awaitable<core::result<std::string>> gateway::async_admitted_run(std::stri
             if (it != runs_.end() && it->second.run == run) runs_.erase(it);
             co_return r.error();
         }
-        if (it != runs_.end() && it->second.run == run) it->second.admitted = true;
-        else ended_meanwhile = true;  // its session ended (or airlock began stopping) during admission
+        if (it != runs_.end() && it->second.run == run) {
+            it->second.admitted = true;
+        } else {
+            // Its session ended, or airlock began stopping, during admission: close_all_runs did
+            // not see it admitted, so it is sealed here.
+            ended_meanwhile = true;
+            stopped_meanwhile = stopping_;
+        }
+    }
+    if (stopped_meanwhile) {
+        close_run(run, "airlock stopped");
+        co_return core::make_error("stopping", "airlock began stopping while the run was being admitted");
     }
     if (ended_meanwhile) {
         close_run(run, "session ended");
@@ -892,10 +918,7 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     if (!p) co_return refusal_result(not_permitted_text);
 
     auto run = co_await async_run_for(ctx, *p);
-    if (!run) {
-        spdlog::error("journal unavailable, call refused: {}", run.error().message);
-        co_return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
-    }
+    if (!run) co_return no_run(run.error(), "call");
 
     auto hold = hold_run(*run);
 
@@ -1524,10 +1547,7 @@ asio::awaitable<mcp::handler_result> gateway::async_passthrough(mcp::request con
         auto const* up = co_await async_resource_owner(*p, *uri);
         if (!up) co_return no_such_resource(*uri);
         json::object note{{"text", "resources/read"}, {"server", up->name}, {"uri", *uri}};
-        if (auto j = co_await async_note(ctx, *p, std::move(note)); !j) {
-            spdlog::error("journal unavailable, resources/read refused: {}", j.error().message);
-            co_return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
-        }
+        if (auto j = co_await async_note(ctx, *p, std::move(note)); !j) co_return no_run(j.error(), "resources/read");
         co_return co_await async_forward(*up, m, std::move(params), ctx);
     }
 
@@ -1540,10 +1560,7 @@ asio::awaitable<mcp::handler_result> gateway::async_passthrough(mcp::request con
         if (!owner) co_return unknown;
         json::object note{{"text", "prompts/get"}, {"server", owner->first->name}, {"prompt", *name}};
         if (auto const* a = params.if_contains("arguments")) note["arguments"] = *a;
-        if (auto j = co_await async_note(ctx, *p, std::move(note)); !j) {
-            spdlog::error("journal unavailable, prompts/get refused: {}", j.error().message);
-            co_return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
-        }
+        if (auto j = co_await async_note(ctx, *p, std::move(note)); !j) co_return no_run(j.error(), "prompts/get");
         params["name"] = owner->second;
         co_return co_await async_forward(*owner->first, m, std::move(params), ctx);
     }
@@ -1759,6 +1776,7 @@ void gateway::close_all_runs() {
     std::vector<std::string> admitted;
     {
         std::lock_guard lock(mutex_);
+        stopping_ = true;
         for (auto const& [key, slot] : runs_)
             if (slot.admitted) admitted.push_back(slot.run);
         runs_.clear();

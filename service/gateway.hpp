@@ -90,7 +90,8 @@ public:
     boost::asio::awaitable<void> async_notification(mcp::notification n, mcp::request_context& ctx) override;
     void session_closed(std::string const& session_id) override;
     // Stopping: every run this gateway admitted (sessions' and principals') is sealed once the
-    // calls still in it have journaled their outcomes.
+    // calls still in it have journaled their outcomes. From then on no run is admitted: a request
+    // that would need one is refused with -32603, saying airlock is stopping.
     void close_all_runs();
     // Waits until every run being closed is sealed, or `limit` has passed.
     boost::asio::awaitable<void> async_runs_closed(std::chrono::milliseconds limit);
@@ -235,6 +236,7 @@ private:
         bool admitted = false;  // run_admitted is durable; until then other callers wait
     };
     std::map<std::string, run_slot> runs_;          // session key → its run
+    bool stopping_ = false;                         // close_all_runs has begun: no run is admitted
     std::set<std::string> reported_definitions_;    // tool definitions already reported once: a changed pin ("server/tool digest", journaled) or a bad x-mcp-header (logged)
     std::map<std::string, std::uint32_t> steps_;   // run id → effects started
     std::map<std::string, std::size_t> open_calls_;  // run id → calls in it whose outcome is not yet journaled

@@ -85,6 +85,16 @@ std::optional<std::string_view> repeated_singleton_field(http_request const& req
     return std::nullopt;
 }
 
+// The target of the request line at the start of `bytes`; empty when that line is not there whole.
+std::string_view request_line_target(std::string_view bytes) {
+    auto line = bytes.substr(0, bytes.find("\r\n"));
+    if (line.size() == bytes.size()) return {};
+    auto first = line.find(' ');
+    auto second = first == std::string_view::npos ? first : line.find(' ', first + 1);
+    if (second == std::string_view::npos) return {};
+    return line.substr(first + 1, second - first - 1);
+}
+
 }  // namespace
 
 std::string_view client_address(http_request const& req) {
@@ -513,12 +523,26 @@ struct http_server::state : std::enable_shared_from_this<state> {
                 if (hec == http::error::end_of_stream || hec == beast::error::timeout ||
                     hec == asio::error::connection_reset || hec == asio::error::operation_aborted || stopping)
                     co_return false;
+                // Over a limit, the route asked for may want its own error shape. The parser has
+                // the target once it has read the request line; headers too long to hold may have
+                // stopped it before that, and then the bytes read tell it.
+                auto const parsed = parser.get().target();
+                std::string_view target(parsed.data(), parsed.size());
+                if (target.empty()) {
+                    auto const read = buffer.cdata();
+                    target = request_line_target({static_cast<char const*>(read.data()), read.size()});
+                }
+                auto over_limit = [&](http::status status, std::string_view code, std::string message) {
+                    if (options.refusal_body)
+                        if (auto body = options.refusal_body(target, message)) return json_response(status, std::move(*body));
+                    return json_error(status, code, message);
+                };
                 http_response refusal;
                 if (hec == http::error::header_limit) {
-                    refusal = json_error(http::status::request_header_fields_too_large, "header_too_large",
+                    refusal = over_limit(http::status::request_header_fields_too_large, "header_too_large",
                                          "request headers exceed " + std::to_string(options.header_limit) + " bytes");
                 } else if (hec == http::error::body_limit) {
-                    refusal = json_error(http::status::payload_too_large, "body_too_large",
+                    refusal = over_limit(http::status::payload_too_large, "body_too_large",
                                          "request body exceeds " + std::to_string(options.body_limit) + " bytes");
                 } else {
                     refusal = json_error(http::status::bad_request, "bad_request", "malformed HTTP request: " + hec.message());

@@ -53,6 +53,11 @@ struct http_server_options {
     // Called on the connection's strand when the server answers by itself, before any handler saw
     // a request: 400 (malformed), 413, 431, 503 (over the connection cap). For logs and metrics.
     std::function<void(unsigned status)> on_refused;
+    // The JSON body of the server's own 413 and 431 replies, for a route whose clients read another
+    // error shape than json_error's: given the request target (as far as the server read it; empty
+    // when its request line was not read whole) and what the refusal says. nullopt, or no function:
+    // json_error's body. The status stays whatever the body.
+    std::function<std::optional<std::string>(std::string_view target, std::string_view message)> refusal_body;
 };
 
 // The effective client address of a request the server read: the peer's IP address, "unix" for a

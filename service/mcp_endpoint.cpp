@@ -1163,6 +1163,19 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     // ------------------------------------------------------------ HTTP methods
 
     asio::awaitable<http_reply> handle(http_request& req) {
+        auto reply = co_await handle_at_door(req);
+        // Every reply depends on the request's Origin: refused for a foreign one, readable by the
+        // browser for an allowed one, and neither without one. A cache in front must keep them
+        // apart, or it hands a reply without Access-Control-Allow-Origin to a browser.
+        std::visit(
+            [](auto& r) {
+                if (head_of(r).find(http::field::vary) == head_of(r).end()) head_of(r).set(http::field::vary, "Origin");
+            },
+            reply);
+        co_return reply;
+    }
+
+    asio::awaitable<http_reply> handle_at_door(http_request& req) {
         if (auto refused = check_host_origin(req)) co_return std::move(*refused);
         // An Origin that got past the check is allowed: a browser client there may read the reply.
         std::string const origin(req[http::field::origin]);
@@ -1177,7 +1190,6 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     static void allow_origin(http::response_header<>& h, std::string_view origin) {
         h.set(http::field::access_control_allow_origin, origin);
-        h.set(http::field::vary, "Origin");
         h.set(http::field::access_control_expose_headers, "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate");
     }
 
@@ -1186,6 +1198,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     static http_response preflight(http_request const& req, std::string_view origin) {
         http_response res{http::status::no_content, req.version()};
         res.set(http::field::allow, "POST, GET, DELETE, OPTIONS");
+        // The headers allowed are the ones the browser asked for: the answer depends on those too.
+        res.set(http::field::vary, "Origin, Access-Control-Request-Headers");
         if (!origin.empty()) {
             allow_origin(res.base(), origin);
             res.set(http::field::access_control_allow_methods, "POST, GET, DELETE");
@@ -1577,6 +1591,15 @@ asio::awaitable<http_reply> route_mcp(std::shared_ptr<mcp_endpoint> endpoint, ht
 }
 
 }  // namespace
+
+std::function<std::optional<std::string>(std::string_view, std::string_view)> mcp_refusal_body(std::string path) {
+    return [path = std::move(path)](std::string_view target, std::string_view message) -> std::optional<std::string> {
+        if (target.substr(0, target.find('?')) != path) return std::nullopt;
+        // MCP types an error's id as optional for this case; an id of null fails the TypeScript SDK's schema.
+        return mcp::serialize(
+            mcp::make_error_response(std::nullopt, mcp::rpc_code::invalid_request, "Invalid request: " + std::string(message)));
+    };
+}
 
 http_handler make_mcp_handler(std::shared_ptr<mcp_endpoint> endpoint, http_response_handler fallback, std::string path) {
     return [endpoint = std::move(endpoint), fallback = std::move(fallback), path = std::move(path)](http_request& req) {

@@ -114,6 +114,11 @@ private:
 // request to `fallback`.
 http_handler make_mcp_handler(std::shared_ptr<mcp_endpoint> endpoint, http_response_handler fallback,
                               std::string path = "/mcp");
+// For http_server_options::refusal_body: a request for `path` that the server refuses by itself
+// (413, 431) is answered with a JSON-RPC error an MCP client can show (-32600, and no id: the
+// request was not read); other paths keep the server's own body.
+std::function<std::optional<std::string>(std::string_view target, std::string_view message)> mcp_refusal_body(
+    std::string path = "/mcp");
 
 // Rules both MCP endpoints (Streamable HTTP and stdio) apply, apart from any transport.
 namespace mcp_rules {

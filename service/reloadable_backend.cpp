@@ -15,6 +15,9 @@ std::shared_ptr<gateway> reloadable_backend::current() const {
 
 std::shared_ptr<gateway> reloadable_backend::replace(std::shared_ptr<gateway> next) {
     std::lock_guard lock(mutex_);
+    // A reload that ends after the stop began must not bring in a gateway that admits runs: they
+    // would be left running.
+    if (stopping_) next->close_all_runs();
     auto previous = std::exchange(current_, std::move(next));
     for (auto& [id, l] : listeners_) {
         previous->remove_listener(l.inner);
@@ -77,6 +80,10 @@ void reloadable_backend::session_closed(std::string const& session_id) {
 }
 
 void reloadable_backend::close_all_runs() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
     for (auto const& g : all_gateways()) g->close_all_runs();
 }
 

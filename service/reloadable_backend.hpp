@@ -21,8 +21,10 @@ public:
     std::shared_ptr<gateway> current() const;
     // From now on `next` serves new requests and every open notification stream; returns the
     // gateway it replaces (kept, so sessions that began on it still seal their runs when they end).
+    // Once stopping, `next` admits no run either.
     std::shared_ptr<gateway> replace(std::shared_ptr<gateway> next);
-    // Stopping: every gateway, current and retired, seals its runs (see gateway::close_all_runs).
+    // Stopping: every gateway, current and retired, seals its runs and admits no new one (see
+    // gateway::close_all_runs); so does any gateway a reload still under way puts in place.
     void close_all_runs();
     boost::asio::awaitable<void> async_runs_closed(std::chrono::milliseconds limit);
     // The principals with at least one open notification stream.
@@ -52,6 +54,7 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<gateway> current_;
     std::vector<std::shared_ptr<gateway>> retired_;
+    bool stopping_ = false;
     std::map<std::uint64_t, listener> listeners_;
     std::uint64_t next_id_ = 0;
 

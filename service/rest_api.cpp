@@ -335,6 +335,14 @@ std::vector<std::pair<std::string, std::string>> rest_api::routes() {
 }
 
 asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
+    auto res = co_await async_route(req);
+    // A request with a foreign Origin is refused, the same one without it is served: a cache in
+    // front must not answer one with the other's reply.
+    res.set(http::field::vary, "Origin");
+    co_return res;
+}
+
+asio::awaitable<http_response> rest_api::async_route(http_request& req) {
     auto const version = req.version();
 
     // The route is found before the door answers, so a request the door turns away is still logged
@@ -564,7 +572,9 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
         if (!started) {
             auto res = problem_for(started.error(), version,
                                    started.error().code.starts_with("unknown_") ? field : std::string_view{});
-            if (started.error().code == "at_capacity")
+            // Both pass: the runtime is full for now, or airlock is stopping and will be back (or
+            // another instance takes the retry).
+            if (started.error().code == "at_capacity" || started.error().code == "unavailable")
                 res.set(http::field::retry_after, std::to_string(options_.runs->retry_after().count()));
             co_return res;
         }

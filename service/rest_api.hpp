@@ -49,7 +49,7 @@ struct agent_info {
 // The agent runtime, as the REST API needs it. Error codes the API maps to statuses (in one place,
 // `problem_status`): unknown_agent / unknown_capability → 422 naming the field, unknown_run → 404,
 // at_capacity → 429 with Retry-After, not_running / sealed / not_pending → 409, divergence → 409,
-// invalid_input → 422, unavailable → 503; anything else → 500.
+// invalid_input → 422, unavailable (stopping) → 503, a start's with Retry-After; anything else → 500.
 class run_control {
 public:
     virtual ~run_control() = default;
@@ -114,6 +114,9 @@ public:
     static boost::json::object openapi();
 
 private:
+    // Answers the request, the door first; async_handle adds what every reply carries.
+    boost::asio::awaitable<http_response> async_route(http_request& req);
+
     rest_api_options options_;
 };
 

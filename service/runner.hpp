@@ -21,7 +21,7 @@
 //
 // Error codes the methods return (the REST layer maps them to statuses in one place):
 //   invalid_request (422, the message names the field), unknown_agent / unknown_capability (404),
-//   ambiguous_capability (409), too_many_runs (429 + Retry-After: retry_after()), stopping (503),
+//   ambiguous_capability (409), too_many_runs (429 + Retry-After: retry_after()), stopping (503 + Retry-After),
 //   unknown_run (404), not_awaiting_approval / unknown_effect / run_busy (409), not_cancellable (409),
 //   divergence and incomplete (replay: 409), journal errors (the store's codes: 500/503).
 

@@ -790,6 +790,8 @@ int run_serve(std::vector<std::string> const& args) {
     request_observer_options observer;
     observer.metrics = metrics;
     http_options.on_refused = observe_refusals(observer);
+    // An MCP client shows a JSON-RPC error; a 413 or 431 with another body shape reads as garbage.
+    http_options.refusal_body = mcp_refusal_body();
     http_server server(ioc, http_options, observe_requests(make_mcp_handler(endpoint, routes), observer));
     // Gauges whose truth lives elsewhere are read when Prometheus scrapes.
     metrics->on_scrape([&server, endpoint, backend = sv->backend](airlock_metrics& m) {
@@ -858,10 +860,12 @@ int run_serve(std::vector<std::string> const& args) {
         }
         // What is still in flight is cancelled (an effect started and not finished reads as in
         // doubt in the journal); sessions end and their runs are sealed. The runs are closed first,
-        // so that they are sealed as stopped by airlock, not as ended by their clients.
+        // so that they are sealed as stopped by airlock, not as ended by their clients. From the
+        // first of these on, no run of any kind is admitted (a REST run is refused by the agent
+        // runtime, a gateway run by the gateway): one admitted after the seals would stay running.
+        runs->stop();
         sv->backend->close_all_runs();
         endpoint->shutdown();
-        runs->stop();
         auto stop_loop = [&ioc](std::exception_ptr e) {
             if (e) spdlog::error("stopping the upstreams ended by an internal error; stopping anyway");
             ioc.stop();

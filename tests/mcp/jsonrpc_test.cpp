@@ -337,10 +337,21 @@ TEST_CASE("the last bytes of a reply in the TypeScript SDK's order name its id")
     CHECK(*named == request_id(std::string("airlock-3")));
 }
 
+TEST_CASE("the last bytes of a message name its id when whole members follow it up to the end") {
+    auto id = read_trailing_id(R"(aaaa"}}},"id":7,"jsonrpc":"2.0"})");
+    REQUIRE(id.has_value());
+    CHECK(*id == request_id(std::int64_t{7}));
+    auto spaced = read_trailing_id("aa\"}} , \"id\" : \"r-9\" , \"jsonrpc\" : \"2.0\" , \"x\" : [1, {\"y\": \"}\"}] }\n");
+    REQUIRE(spaced.has_value());
+    CHECK(*spaced == request_id(std::string("r-9")));
+}
+
 TEST_CASE("the last bytes of a message name no id when the last member is not a top-level id") {
     CHECK_FALSE(read_trailing_id(R"(aaaa"},"structuredContent":{"id":5}})").has_value());  // nested
     CHECK_FALSE(read_trailing_id(R"(,"id":5},"jsonrpc":"2.0"})").has_value());
     CHECK_FALSE(read_trailing_id(R"(aaa\"id\":\"x"})").has_value());  // inside a string
     CHECK_FALSE(read_trailing_id(R"(,"id":1.5})").has_value());        // not an id
     CHECK_FALSE(read_trailing_id(R"(,"id":5)").has_value());           // the object does not end
+    CHECK_FALSE(read_trailing_id(R"(aa","id":5,"jsonrpc":"2.0"},"x":1})").has_value());  // nested, members after it
+    CHECK_FALSE(read_trailing_id(R"(aa","id":5,"jsonrpc":"2.)").has_value());             // cut off
 }

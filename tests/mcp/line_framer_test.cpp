@@ -51,6 +51,20 @@ TEST_CASE("a skipped line's id is read from its last bytes when its first bytes 
     CHECK(f.skipped().head.has_method);
 }
 
+TEST_CASE("a skipped line's id is read from its last bytes when members follow it, or when it is a long string") {
+    // The id written before "jsonrpc", as some SDKs order a message's members.
+    std::string before_jsonrpc = R"({"method":"tools/call","params":{"pad":")" + std::string(5000, 'x') + R"("},"id":7,"jsonrpc":"2.0"})";
+    // A string id of 1 KiB: the bytes kept of the line's end must hold all of it.
+    std::string long_id(1024, 'k');
+    std::string long_string = R"({"jsonrpc":"2.0","method":"tools/call","params":{"pad":")" + std::string(5000, 'x') + R"("},"id":")" +
+                              long_id + R"("})";
+    for (std::size_t chunk : {1, 100, 8192}) {
+        line_framer f(100);
+        CHECK(frame(f, before_jsonrpc + "\n" + long_string + "\n", chunk) ==
+              std::vector<std::string>{"<skipped 7>", "<skipped \"" + long_id + "\">"});
+    }
+}
+
 TEST_CASE("a line exactly at the limit is read, one byte more is skipped") {
     line_framer f(10);
     CHECK(frame(f, "0123456789\n0123456789A\n", 4) == std::vector<std::string>{"0123456789", "<skipped ?>"});

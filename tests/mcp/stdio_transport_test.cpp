@@ -56,12 +56,13 @@ const log = (s) => fs.appendFileSync(logFile, s + '\n');
 const send = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const keepRunning = mode === 'ignore-eof' || mode === 'ignore-term';
 // A reply of 100 kB, its id where a server might put it: first (Python SDK), last (TypeScript SDK),
-// or hidden (neither among the first nor the last bytes).
+// near the end before "jsonrpc", or hidden (neither among the first nor the last bytes).
 const huge = (id, layout) => {
   const pad = 'x'.repeat(100000);
   if (layout === 'id-first') return JSON.stringify({ jsonrpc: '2.0', id, result: { pad } });
   if (layout === 'id-last') return JSON.stringify({ result: { pad }, jsonrpc: '2.0', id });
-  return JSON.stringify({ result: { pad }, id, jsonrpc: '2.0' });
+  if (layout === 'id-before-jsonrpc') return JSON.stringify({ result: { pad }, id, jsonrpc: '2.0' });
+  return JSON.stringify({ result: { pad }, id, _meta: { pad }, jsonrpc: '2.0' });
 };
 const held = [];
 if (keepRunning) setInterval(() => {}, 1000);
@@ -391,6 +392,17 @@ TEST_CASE("a reply longer than the maximum with its id last fails its call at on
     INFO(describe(small));
     CHECK(result_of(small).at("method") == "tools/list");
     CHECK(logs.contains("the reply to request 7 is longer than 1000 bytes"));
+}
+
+TEST_CASE("a reply longer than the maximum with its id just before jsonrpc fails its call at once while another call gets its reply") {
+    fake_server fake;
+    auto [huge, small] = call_huge_and_small(fake, "id-before-jsonrpc");
+    INFO(describe(huge));
+    REQUIRE_FALSE(huge.has_value());
+    CHECK(huge.error().what == kind::protocol);
+    CHECK_THAT(huge.error().detail, Catch::Contains("more than 1000 bytes in reply to request 7"));
+    INFO(describe(small));
+    CHECK(result_of(small).at("method") == "tools/list");
 }
 
 TEST_CASE("a reply longer than the maximum with its id first fails its call at once while another call gets its reply") {

@@ -366,6 +366,46 @@ TEST_CASE("an unknown principal sees no tools and is refused every call") {
     CHECK(text_of(**called) == "not permitted");
 }
 
+TEST_CASE("once airlock begins stopping, a call that needs a run is refused saying so, and no run is left running") {
+    harness h;
+    std::optional<mcp::handler_result> before;
+    std::vector<std::pair<std::string, mcp::handler_result>> after;
+    h.run([&]() -> asio::awaitable<void> {
+        auto open = h.context();
+        auto sum = call("everything__get-sum", {{"a", 2}, {"b", 3}});
+        before = co_await h.gw->async_handle(sum, open);
+        h.gw->close_all_runs();
+        // A new legacy session, a 2026-07-28 caller (its run is the principal's), and the session
+        // whose run was just sealed: each would need a run admitted after the seals.
+        auto fresh = h.context();
+        fresh.session_id = "s2";
+        auto modern = h.context();
+        modern.session_id = "";
+        modern.client_era = mcp::era::modern;
+        modern.protocol_version = "2026-07-28";
+        for (auto* ctx : {&fresh, &modern, &open}) {
+            auto again = call("everything__get-sum", {{"a", 1}, {"b", 1}});
+            after.emplace_back(ctx->session_id, co_await h.gw->async_handle(again, *ctx));
+        }
+        co_await h.gw->async_runs_closed(std::chrono::seconds(10));
+    });
+    REQUIRE(before->has_value());
+    for (auto const& [session, r] : after) {
+        INFO("session '" << session << "'");
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().code == mcp::rpc_code::internal_error);
+        CHECK_THAT(r.error().message, Catch::StartsWith("airlock is stopping:"));
+    }
+    // The one run there is was admitted before the stop, and is sealed as stopped by airlock.
+    auto page = testing::run_awaitable(h.journal->async_runs(core::run_filter{}));
+    REQUIRE(page.has_value());
+    REQUIRE(page->runs.size() == 1);
+    CHECK(page->runs.front().sealed);
+    auto recs = h.records();
+    CHECK(recs.back().kind == core::record_kind::run_sealed);
+    CHECK(recs.back().body.at("reason") == "airlock stopped");
+}
+
 TEST_CASE("one upstream down does not break the others: its tools drop out and calls to it are unreachable") {
     asio::io_context ioc;
     auto journal = std::make_shared<store::memory_store>();

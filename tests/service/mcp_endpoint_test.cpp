@@ -196,6 +196,37 @@ TEST_CASE("a browser client at an allowed origin gets its CORS preflight answere
     CHECK_FALSE(header_value(plain.head, "Access-Control-Allow-Origin"));
 }
 
+TEST_CASE("every reply on /mcp says it varies with Origin, whether or not the request carried one") {
+    auto o = test_options();
+    o.allowed_origins = {"https://app.example.com"};
+    endpoint_fixture f(o);
+    // Without an Origin the reply has no CORS headers; a cache that kept it for a browser at the
+    // allowed origin would hand that browser a reply it may not read.
+    auto plain = f.send("POST", init_body);
+    CHECK(plain.status == 200);
+    CHECK_FALSE(header_value(plain.head, "Access-Control-Allow-Origin"));
+    CHECK(header_value(plain.head, "Vary") == "Origin");
+    auto allowed = f.send("POST", init_body, {"Origin: https://app.example.com"});
+    CHECK(header_value(allowed.head, "Vary") == "Origin");
+    auto foreign = f.send("POST", init_body, {"Origin: https://evil.example.com"});
+    CHECK(foreign.status == 403);
+    CHECK(header_value(foreign.head, "Vary") == "Origin");
+    auto unauthenticated = f.send("POST", init_body, {}, std::nullopt);
+    CHECK(unauthenticated.status == 401);
+    CHECK(header_value(unauthenticated.head, "Vary") == "Origin");
+    // A notification stream too: its head goes through a cache like any reply.
+    auto sid = f.initialize();
+    auto c = raw_connection::tcp(f.port);
+    c.send(f.request_text("GET", "", endpoint_fixture::in_session(sid), std::string(token), std::nullopt, false));
+    REQUIRE(c.read_until([](std::string const& d) { return d.find("\r\n\r\n") != std::string::npos; }));
+    CHECK(header_value(c.data.substr(0, c.data.find("\r\n\r\n")), "Vary") == "Origin");
+    // A preflight's allowed headers echo the ones asked for: it varies with those as well.
+    auto pre = f.send("OPTIONS", "", {"Origin: https://app.example.com", "Access-Control-Request-Method: POST",
+                                      "Access-Control-Request-Headers: authorization"},
+                      std::nullopt);
+    CHECK(header_value(pre.head, "Vary") == "Origin, Access-Control-Request-Headers");
+}
+
 TEST_CASE("a request without a bearer token gets 401 with a Bearer challenge") {
     endpoint_fixture f;
     auto r = f.post(init_body, {}, std::nullopt);
@@ -587,6 +618,37 @@ TEST_CASE("a body over the server's limit gets 413") {
     endpoint_fixture f(test_options(), ho);
     auto r = f.post(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" + std::string(1000, 'x') + R"("}})");
     CHECK(r.status == 413);
+}
+
+TEST_CASE("a body or headers over the server's limits sent to /mcp get 413 or 431 with a JSON-RPC error and no id") {
+    http_server_options ho;
+    ho.body_limit = 256;
+    ho.header_limit = 1024;
+    ho.refusal_body = mcp_refusal_body();
+    endpoint_fixture f(test_options(), ho);
+    // The status says what happened; the body is one an MCP client parses. The request was not
+    // read, so the error has no id (MCP's schema allows that; an id of null it does not).
+    auto body = f.post(R"({"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":")" + std::string(1000, 'x') + R"("}})");
+    CHECK(body.status == 413);
+    CHECK(header_value(body.head, "Content-Type") == "application/json");
+    auto refused = body_json(body);
+    CHECK(refused.at("jsonrpc") == "2.0");
+    CHECK_FALSE(refused.contains("id"));
+    CHECK(refused.at("error").at("code") == -32600);
+    CHECK_THAT(std::string(refused.at("error").at("message").as_string()), Catch::Contains("exceeds 256 bytes"));
+    auto headers = f.post(init_body, {"X-Padding: " + std::string(2000, 'x')});
+    CHECK(headers.status == 431);
+    auto too_many = body_json(headers);
+    CHECK_FALSE(too_many.contains("id"));
+    CHECK(too_many.at("error").at("code") == -32600);
+    CHECK_THAT(std::string(too_many.at("error").at("message").as_string()), Catch::Contains("exceed 1024 bytes"));
+    // Another route keeps the server's own error body.
+    auto c = raw_connection::tcp(f.port);
+    c.send("POST /healthz HTTP/1.1\r\nHost: " + f.host() + "\r\nContent-Length: 5000\r\nConnection: close\r\n\r\n");
+    REQUIRE(c.read_until(reply_complete));
+    auto other = parse_reply(c.data);
+    CHECK(other.status == 413);
+    CHECK(json::parse(other.body).at("error").at("code") == "body_too_large");
 }
 
 TEST_CASE("paths other than /mcp go to the fallback handler") {

@@ -4,6 +4,11 @@
 #include "service/rest_api.hpp"
 
 #include "core/canonical_json.hpp"
+#include "core/manifest.hpp"
+#include "mcp/router.hpp"
+#include "service/providers/scripted.hpp"
+#include "service/runner.hpp"
+#include "service/runner_control.hpp"
 #include "store/lmdb_store.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/listed_runs.hpp"
@@ -15,6 +20,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -61,7 +67,11 @@ struct rest_fixture {
 
     std::shared_ptr<recording_runtime> runtime;
 
-    explicit rest_fixture(bool anonymous = false, bool with_runtime = false) {
+    // `control`, when given, makes the agent runtime over the fixture's executor and journal.
+    using control_factory =
+        std::function<std::shared_ptr<run_control>(asio::any_io_executor, std::shared_ptr<core::journal_store>)>;
+
+    explicit rest_fixture(bool anonymous = false, bool with_runtime = false, control_factory control = nullptr) {
         store::lmdb_options lo;
         lo.directory = dir.path() / "journal";
         auto s = store::lmdb_store::open(lo);
@@ -78,6 +88,7 @@ struct rest_fixture {
         o.is_operator = [](std::string_view who) { return who == "carol"; };
         o.allow_anonymous = anonymous;
         if (with_runtime) o.runs = runtime = std::make_shared<recording_runtime>();
+        if (control) o.runs = control(ioc.get_executor(), journal);
         o.allowed_origins = {"http://127.0.0.1:9"};
         o.tools = [](std::string principal) -> asio::awaitable<std::vector<json::object>> {
             json::object t;
@@ -208,6 +219,19 @@ TEST_CASE("REST: an Origin that is not allowed gets 403; an allowed one is serve
     rest_fixture f;
     CHECK(f.request("GET", "/v1/runs", {}, "Origin: http://evil.example\r\n").status == 403);
     CHECK(f.request("GET", "/v1/runs", {}, "Origin: http://127.0.0.1:9\r\n").status == 200);
+}
+
+TEST_CASE("REST: every reply says it varies with Origin, a request without one included", "[rest]") {
+    rest_fixture f;
+    // The same request is refused with a foreign Origin and served without one: a cache must not
+    // answer either with the other's reply.
+    for (auto const& origin : {std::string(), std::string("Origin: http://evil.example\r\n"),
+                               std::string("Origin: http://127.0.0.1:9\r\n")}) {
+        auto r = f.request("GET", "/v1/runs", {}, origin);
+        INFO(origin << r.head);
+        CHECK(has_header(r, "vary: origin"));
+    }
+    CHECK(has_header(f.request("GET", "/v1/runs", {}, {}, false), "vary: origin"));
 }
 
 TEST_CASE("REST: GET /v1/runs lists runs with filters and cursor pagination", "[rest]") {
@@ -388,6 +412,45 @@ TEST_CASE("REST: run actions without an agent runtime answer 503", "[rest]") {
     auto id = f.write_run("teller", "ok", false);
     CHECK(f.request("POST", "/v1/runs/" + id + "/cancel").status == 503);
     CHECK(f.request("POST", "/v1/runs/" + id + "/replay").status == 503);
+}
+
+TEST_CASE("REST: a run started once airlock is stopping gets 503 with Retry-After, and nothing is journaled", "[rest]") {
+    std::shared_ptr<runner> runs;
+    rest_fixture f(false, false, [&](asio::any_io_executor ex, std::shared_ptr<core::journal_store> journal) {
+        auto m = core::parse_manifest(
+            "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: courier, version: \"1\" }\nspec:\n"
+            "  models: { privileged: { provider: scripted, model: courier-1 } }\n"
+            "  capabilities: { provides: [parcel.deliver] }\n"
+            "  tools:\n    - { ref: tool://ledger/read, mutates: false, description: \"Read a balance.\" }\n"
+            "  execution: { kind: tool-calling, max_turns: 2 }\n  budgets: {}\n");
+        INFO((m ? std::string() : m.error().message));
+        REQUIRE(m.has_value());
+        auto script = parse_script("model: courier-1\nturns:\n  - say: \"delivered\"\n");
+        REQUIRE(script.has_value());
+        core::egress_allowlist egress;
+        REQUIRE(egress.add(core::local_destination{}).has_value());
+        runner_options o;
+        o.executor = ex;
+        o.agents.push_back({*m, "scripted", std::make_shared<scripted_provider>(*script)});
+        o.tools = std::make_shared<mcp::tool_router>(egress);
+        o.egress = egress;
+        o.journal = journal;
+        auto made = runner::make(std::move(o));
+        REQUIRE(made.has_value());
+        runs = *made;
+        return std::make_shared<runner_control>(runs, std::map<std::string, bool>{});
+    });
+    runs->stop();
+    auto r = f.request("POST", "/v1/runs", R"({"agent":"courier","input":"hi"})");
+    INFO(r.head << r.body);
+    CHECK(r.status == 503);
+    CHECK(has_header(r, "content-type: application/problem+json"));
+    // A client may try again: the restarted airlock, or another behind the same address, takes it.
+    CHECK(has_header(r, "retry-after: 1"));
+    CHECK(body_of(r).at("title") == "unavailable");
+    auto listed = run_awaitable(f.journal->async_runs(core::run_filter{}));
+    REQUIRE(listed.has_value());
+    CHECK(listed->runs.empty());
 }
 
 TEST_CASE("REST: unknown paths are 404 and wrong methods 405 with Allow", "[rest]") {

@@ -4,11 +4,14 @@
 #include "tests/support/http_get.hpp"
 #include "tests/support/temp_dir.hpp"
 
+#include <boost/json/serialize.hpp>
+
 #include <catch2/catch.hpp>
 
 #include <cerrno>
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -136,6 +139,21 @@ TEST_CASE("oversized headers get 431 and an oversized body 413, and the server s
     CHECK(http_get(port, "/healthz").status == 200);
 }
 
+TEST_CASE("oversized headers or body sent to /mcp get 431 or 413 with a JSON-RPC error an MCP client can read") {
+    child_process p({AIRLOCK_BINARY, "serve", "--listen", "127.0.0.1:0"});
+    auto port = start_serve(p);
+    auto r = raw_http(port, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000000\r\n\r\n");
+    CHECK(r.status == 413);
+    INFO(r.body);
+    auto body = boost::json::parse(r.body).as_object();
+    CHECK(body.at("jsonrpc") == "2.0");
+    CHECK(body.at("error").at("code") == -32600);
+    CHECK_FALSE(body.contains("id"));
+    r = raw_http(port, "POST /mcp?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + std::string(20 * 1024, 'x') + "\r\n\r\n");
+    CHECK(r.status == 431);
+    CHECK(boost::json::parse(r.body).at("error").at("code") == -32600);
+}
+
 TEST_CASE("garbage instead of HTTP gets 400 and does not take the server down") {
     child_process p({AIRLOCK_BINARY, "serve", "--listen", "127.0.0.1:0"});
     auto port = start_serve(p);
@@ -198,6 +216,39 @@ TEST_CASE("SIGTERM to airlock stdio stops a stdio upstream that ignores stdin EO
     REQUIRE(d.child_runs());
     // Input stays open: only the signal can end the session.
     d.check_sigterm_stops_everything(airlock);
+}
+
+TEST_CASE("airlock stdio answers a line over server.body_limit with -32600 and the id written at its end") {
+    sidecar_deployment d({"slow", "hold", "release"}, "    body_limit: 2KiB\n");
+    child_process airlock({AIRLOCK_BINARY, "stdio", "--config", d.config.string()}, {}, child_stdin::pipe);
+    auto const pad = std::string(20'000, 'x');
+    auto const call = R"({"method":"tools/call","params":{"name":"hold__slow","arguments":{"pad":")" + pad + R"("}},)";
+    // The id last, as the TypeScript SDK writes it; before "jsonrpc", as other writers order
+    // members; and a string id longer than a few hundred bytes.
+    std::string const long_id(1500, 'k');
+    REQUIRE(airlock.write_stdin(stdio_session(call + R"("jsonrpc":"2.0","id":7})" "\n" +
+                                              call + R"("id":8,"jsonrpc":"2.0"})" "\n" +
+                                              call + R"("jsonrpc":"2.0","id":")" + long_id + "\"}\n" +
+                                              R"({"jsonrpc":"2.0","id":9,"method":"ping"})")));
+    INFO(airlock.stdout_text() << airlock.stderr_text());
+    REQUIRE(stdout_shows(airlock, R"("id":9)"));
+    airlock.close_stdin();
+    CHECK(airlock.wait(30s) == 0);
+    std::map<std::string, boost::json::object> answers;  // by id, as JSON text
+    std::istringstream out(airlock.stdout_text());
+    for (std::string line; std::getline(out, line);) {
+        auto m = boost::json::parse(line).as_object();
+        answers[m.contains("id") ? boost::json::serialize(m.at("id")) : "none"] = m;
+    }
+    CHECK_FALSE(answers.contains("none"));
+    for (auto const& id : std::vector<std::string>{"7", "8", "\"" + long_id + "\""}) {
+        INFO(id.substr(0, 20));
+        REQUIRE(answers.contains(id));
+        CHECK(answers[id].at("error").at("code") == -32600);
+        CHECK_THAT(std::string(answers[id].at("error").at("message").as_string()), Catch::Contains("longer than 2048 bytes"));
+    }
+    // The session went on past them.
+    CHECK(answers["9"].contains("result"));
 }
 
 TEST_CASE("SIGTERM to airlock stdio answers a call in flight with an error saying airlock is stopping") {

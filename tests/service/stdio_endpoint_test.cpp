@@ -289,7 +289,9 @@ TEST_CASE("a stdio message over the size limit is answered with -32600 naming th
 
 TEST_CASE("a stdio message over the size limit whose id cannot be seen is answered without an id") {
     stdio_fixture f(1024);
-    auto refused = f.call(R"({"jsonrpc":"2.0","method":"ping","params":{"pad":")" + std::string(8000, 'x') + R"("},"id":7,"x":1})");
+    // The id between two members too long for the bytes kept of either end.
+    auto refused = f.call(R"({"jsonrpc":"2.0","method":"ping","params":{"pad":")" + std::string(8000, 'x') +
+                          R"("},"id":7,"x":")" + std::string(8000, 'y') + R"("})");
     CHECK_FALSE(refused.contains("id"));
     CHECK(refused.at("error").at("code") == -32600);
     auto pong = f.call(R"({"jsonrpc":"2.0","id":8,"method":"ping"})");
