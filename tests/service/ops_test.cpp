@@ -409,5 +409,7 @@ TEST_CASE("an HTTP upstream that goes away turns readyz to 503 within a few prob
     REQUIRE(r.status == 503);
     auto body = json::parse(r.body).as_object();
     CHECK(body.at("failed") == json::array{"upstream:everything"});
-    CHECK_THAT(airlock.stderr_text(), Catch::Contains("does not answer a ping"));
+    // Seen down by a ping, or by a re-read of its tools that the upstream's own list_changed at
+    // startup set off just before it went away: either way not by the 30-second listing.
+    CHECK_THAT(airlock.stderr_text(), Catch::Contains("does not answer a ping") || Catch::Contains("tools unavailable"));
 }
