@@ -56,6 +56,12 @@ struct connection {
     boost::beast::flat_buffer buffer;
     bool reused = false;
 
+    // Beast reads as much as the buffer's free capacity, and no less than 512 bytes: a buffer that
+    // never grows past 512 reads a reply 512 bytes at a time, a syscall, a timer update and a
+    // trip through the event loop each.
+    static constexpr std::size_t read_chunk = 16 * 1024;
+    connection() { buffer.reserve(read_chunk); }
+
     boost::beast::tcp_stream& lowest();
     void close();
 };
