@@ -359,15 +359,19 @@ std::optional<std::string> gateway::instructions(std::string const& principal_na
     for (auto const* up : visible_upstreams(*p)) {
         auto text = up->client->instructions();
         if (!text) continue;
+        std::optional<std::string> cached;
         {
             std::lock_guard lock(instructions_mutex_);
-            auto& [sent, shown] = shown_instructions_[up->name];
-            if (sent != *text) {
-                sent = *text;
-                shown = shown_instructions(std::move(*text));
-            }
-            text = shown;
+            if (auto it = shown_instructions_.find(up->name); it != shown_instructions_.end() && it->second.first == *text)
+                cached = it->second.second;
         }
+        if (!cached) {
+            // Cleaned outside the lock: a long text must not hold up other threads' discovers.
+            cached = shown_instructions(*text);
+            std::lock_guard lock(instructions_mutex_);
+            shown_instructions_[up->name] = {std::move(*text), *cached};
+        }
+        text = std::move(cached);
         if (text->find_first_not_of(" \t\r\n") == std::string::npos) continue;
         said.emplace_back(up, std::move(*text));
     }

@@ -712,7 +712,9 @@ int run_serve(std::vector<std::string> const& args) {
     if (listen) parse_listen(*listen, c->server);
     if (threads_override) c->server.threads = *threads_override;
     if (c->server.busy_poll.count() > 0 && c->server.threads != 1) {
-        std::cerr << "airlock serve: server.busy_poll needs one I/O thread, and --threads is " << c->server.threads << "\n";
+        std::cerr << "airlock serve: server.busy_poll needs one I/O thread: set server.threads: 1 or pass --threads 1 ("
+                  << (c->server.threads ? "it is " + std::to_string(c->server.threads) : std::string("the default is one per CPU"))
+                  << ")\n";
         return 2;
     }
     unsigned threads = c->server.threads ? c->server.threads : usable_cpus();

@@ -374,7 +374,7 @@ TEST_CASE("the SSE keep-alive interval is configurable, and below 100ms is refus
     CHECK_THAT(first_problem(w.config("server:\n  sse_keep_alive: 10ms\n")), Catch::Contains("server.sse_keep_alive"));
 }
 
-TEST_CASE("busy polling is off by default, takes microseconds up to 10ms, and needs one I/O thread") {
+TEST_CASE("busy polling is off by default, takes microseconds up to 10ms, and is refused beside more than one I/O thread") {
     workspace w;
     auto none = load_config(w.config("{}\n"), test_env());
     REQUIRE(none);
@@ -387,9 +387,13 @@ TEST_CASE("busy polling is off by default, takes microseconds up to 10ms, and ne
     CHECK(ms->server.busy_poll == std::chrono::microseconds(2000));
     CHECK_THAT(first_problem(w.config("server:\n  threads: 1\n  busy_poll: 300\n")), Catch::Contains("server.busy_poll"));
     CHECK_THAT(first_problem(w.config("server:\n  threads: 1\n  busy_poll: 1s\n")), Catch::Contains("10ms"));
-    auto const threads = first_problem(w.config("server:\n  busy_poll: 300us\n"));
+    auto const threads = first_problem(w.config("server:\n  threads: 2\n  busy_poll: 300us\n"));
     CHECK_THAT(threads, Catch::Contains("server.busy_poll"));
     CHECK_THAT(threads, Catch::Contains("threads: 1"));
+    // Left to the default, the thread count may still be made one on the command line.
+    auto unset = load_config(w.config("server:\n  busy_poll: 300us\n"), test_env());
+    REQUIRE(unset);
+    CHECK(unset->server.busy_poll == std::chrono::microseconds(300));
 }
 
 TEST_CASE("session limits default to 1024 sessions, 64 per principal and 30 minutes idle") {

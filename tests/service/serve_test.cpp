@@ -189,6 +189,20 @@ TEST_CASE("serve with busy polling answers requests, stops on SIGTERM, and refus
     child_process refused({AIRLOCK_BINARY, "serve", "--config", config.string(), "--listen", "127.0.0.1:0", "--threads", "2"});
     CHECK(refused.wait(15s) == 2);
     CHECK_THAT(refused.stderr_text(), Catch::Contains("busy_poll") && Catch::Contains("--threads"));
+    // A file that leaves the thread count to the default: --threads 1 makes busy polling possible,
+    // and without it serve refuses, saying how to fix it.
+    auto const unset = dir.path() / "unset.yaml";
+    std::ofstream(unset) << "journal: { dir: journal }\nserver: { busy_poll: 200us }\n";
+    {
+        child_process one({AIRLOCK_BINARY, "serve", "--config", unset.string(), "--listen", "127.0.0.1:0", "--threads", "1"});
+        auto port = start_serve(one);
+        CHECK(http_get(port, "/healthz").status == 200);
+        one.signal(SIGTERM);
+        CHECK(one.wait(15s) == 0);
+    }
+    child_process defaulted({AIRLOCK_BINARY, "serve", "--config", unset.string(), "--listen", "127.0.0.1:0"});
+    CHECK(defaulted.wait(15s) == 2);
+    CHECK_THAT(defaulted.stderr_text(), Catch::Contains("server.threads: 1") && Catch::Contains("--threads 1"));
 }
 
 TEST_CASE("SIGTERM to airlock serve stops a stdio upstream that ignores stdin EOF and SIGTERM, leaving no process behind") {
