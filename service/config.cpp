@@ -71,22 +71,6 @@ std::string_view to_string(log_level l) noexcept {
     return "info";
 }
 
-// A short duration for busy polling: whole microseconds or milliseconds, with the unit, at most 10 ms.
-std::optional<std::chrono::microseconds> parse_busy_poll(std::string_view text) {
-    std::size_t digits = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-    if (digits == 0 || digits > 6) return std::nullopt;
-    std::uint64_t n = 0;
-    std::from_chars(text.data(), text.data() + digits, n);
-    auto unit = text.substr(digits);
-    std::uint64_t scale = 0;
-    if (unit == "us") scale = 1;
-    else if (unit == "ms") scale = 1000;
-    else return std::nullopt;
-    if (n * scale > 10'000) return std::nullopt;
-    return std::chrono::microseconds(static_cast<std::chrono::microseconds::rep>(n * scale));
-}
-
 std::optional<std::size_t> parse_size(std::string_view text) {
     std::size_t digits = 0;
     while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
@@ -313,7 +297,7 @@ public:
     }
 
     std::optional<std::chrono::microseconds> busy_poll(YAML::Node const& n, std::string const& path) {
-        auto d = n.IsScalar() ? parse_busy_poll(n.Scalar()) : std::nullopt;
+        auto d = n.IsScalar() ? parse_short_duration(n.Scalar(), std::chrono::milliseconds(10)) : std::nullopt;
         if (!d) fail("invalid_duration", path + " must be a duration from \"0us\" to \"10ms\", like \"300us\", not " +
                                              describe(n));
         return d;
