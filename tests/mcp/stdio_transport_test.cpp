@@ -378,6 +378,19 @@ std::pair<transport_result<message>, transport_result<message>> call_huge_and_sm
     }());
 }
 
+// call_huge_and_small with `layout`: the huge reply fails its call for its size, by its id 7, and
+// the other call gets its own reply.
+void check_huge_fails_while_small_is_answered(std::string const& layout) {
+    fake_server fake;
+    auto [huge, small] = call_huge_and_small(fake, layout);
+    INFO(describe(huge));
+    REQUIRE_FALSE(huge.has_value());
+    CHECK(huge.error().what == kind::protocol);
+    CHECK_THAT(huge.error().detail, Catch::Contains("more than 1000 bytes in reply to request 7"));
+    INFO(describe(small));
+    CHECK(result_of(small).at("method") == "tools/list");
+}
+
 }  // namespace
 
 TEST_CASE("a reply longer than the maximum with its id last fails its call at once while another call gets its reply") {
@@ -395,25 +408,11 @@ TEST_CASE("a reply longer than the maximum with its id last fails its call at on
 }
 
 TEST_CASE("a reply longer than the maximum with its id just before jsonrpc fails its call at once while another call gets its reply") {
-    fake_server fake;
-    auto [huge, small] = call_huge_and_small(fake, "id-before-jsonrpc");
-    INFO(describe(huge));
-    REQUIRE_FALSE(huge.has_value());
-    CHECK(huge.error().what == kind::protocol);
-    CHECK_THAT(huge.error().detail, Catch::Contains("more than 1000 bytes in reply to request 7"));
-    INFO(describe(small));
-    CHECK(result_of(small).at("method") == "tools/list");
+    check_huge_fails_while_small_is_answered("id-before-jsonrpc");
 }
 
 TEST_CASE("a reply longer than the maximum with its id first fails its call at once while another call gets its reply") {
-    fake_server fake;
-    auto [huge, small] = call_huge_and_small(fake, "id-first");
-    INFO(describe(huge));
-    REQUIRE_FALSE(huge.has_value());
-    CHECK(huge.error().what == kind::protocol);
-    CHECK_THAT(huge.error().detail, Catch::Contains("more than 1000 bytes in reply to request 7"));
-    INFO(describe(small));
-    CHECK(result_of(small).at("method") == "tools/list");
+    check_huge_fails_while_small_is_answered("id-first");
 }
 
 TEST_CASE("a reply longer than the maximum whose id cannot be seen fails the only call in flight") {
