@@ -148,7 +148,6 @@ void run_io(asio::io_context& ioc, std::chrono::microseconds busy_poll) {
     }
     using clock = std::chrono::steady_clock;
     while (!ioc.stopped()) {
-        if (ioc.poll() > 0) continue;
         bool more = false;
         for (auto until = clock::now() + busy_poll; !more && !ioc.stopped() && clock::now() < until;)
             more = ioc.poll() > 0;
