@@ -38,6 +38,9 @@ private:
     std::size_t i_ = 0;
 
     error fail(std::string code, std::string what) const { return make_error(std::move(code), what + at(i_)); }
+    error too_deep() const {
+        return fail("too_deep", "nesting deeper than " + std::to_string(max_depth_) + " levels, the most airlock reads");
+    }
 
     void skip_ws() {
         while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
@@ -74,7 +77,7 @@ private:
     }
 
     result<void> object(boost::json::value& out, std::size_t depth) {
-        if (depth > max_depth_) return fail("too_deep", "nesting deeper than " + std::to_string(max_depth_));
+        if (depth > max_depth_) return too_deep();
         ++i_;  // '{'
         boost::json::object obj;
         skip_ws();
@@ -105,7 +108,7 @@ private:
     }
 
     result<void> array(boost::json::value& out, std::size_t depth) {
-        if (depth > max_depth_) return fail("too_deep", "nesting deeper than " + std::to_string(max_depth_));
+        if (depth > max_depth_) return too_deep();
         ++i_;  // '['
         boost::json::array arr;
         skip_ws();
@@ -391,6 +394,23 @@ result<std::string> canonical(boost::json::object const& o) {
 result<void> append_json(std::string& out, boost::json::value const& v) { return write(out, v, false); }
 
 result<void> append_json(std::string& out, boost::json::object const& o) { return write_members_in_order(out, o); }
+
+bool nests_deeper_than(boost::json::object const& o, std::size_t limit) noexcept {
+    if (limit == 0) return true;
+    for (auto const& kv : o)
+        if (nests_deeper_than(kv.value(), limit - 1)) return true;
+    return false;
+}
+
+bool nests_deeper_than(boost::json::value const& v, std::size_t limit) noexcept {
+    if (auto const* o = v.if_object()) return nests_deeper_than(*o, limit);
+    if (auto const* a = v.if_array()) {
+        if (limit == 0) return true;
+        for (auto const& e : *a)
+            if (nests_deeper_than(e, limit - 1)) return true;
+    }
+    return false;
+}
 
 std::size_t canonical_size_bound(boost::json::value const& v) noexcept {
     // A byte is written as at most six ("\u001f"); numbers take at most 25 characters.

@@ -10,10 +10,23 @@
 
 namespace airlock::core {
 
+// The deepest nesting airlock reads where a value comes in: JSON-RPC messages at /mcp, over stdio
+// and from upstreams, REST bodies, model replies. The top-level object or array is level 1. A journal
+// record holds such a value a few levels below its own root, so records may nest deeper
+// (max_record_depth in core/journal.hpp) and every accepted value reads back.
+inline constexpr std::size_t max_json_depth = 128;
+
 // Parses RFC 8259 JSON text that is also I-JSON (RFC 7493): valid UTF-8, no lone surrogates,
-// no duplicate member names, finite numbers, nesting at most max_depth. Integers that fit
-// int64/uint64 are kept exact; other numbers become doubles.
-result<boost::json::value> parse_ijson(std::string_view text, std::size_t max_depth = 128);
+// no duplicate member names, finite numbers, nesting at most max_depth (error code "too_deep").
+// Integers that fit int64/uint64 are kept exact; other numbers become the double nearest to their
+// decimal text (strtod), so text written by canonical() or append_json() reads back bit for bit.
+// Boost.JSON 1.81's own parser is not exact: about one double in six comes back one bit off.
+result<boost::json::value> parse_ijson(std::string_view text, std::size_t max_depth = max_json_depth);
+
+// Whether `v` nests deeper than `limit` levels (a scalar is level 0, `{}` level 1). It looks no
+// deeper than limit + 1, so it is safe on values of any depth.
+bool nests_deeper_than(boost::json::value const& v, std::size_t limit) noexcept;
+bool nests_deeper_than(boost::json::object const& o, std::size_t limit) noexcept;
 
 // The canonical form of a value: members sorted by UTF-16 code units, ECMAScript number
 // formatting for doubles, integers written exactly, no insignificant whitespace.

@@ -121,6 +121,10 @@ result<record> chain_next(std::string_view run_id, std::optional<record> const& 
     auto text = canonical_body(next.body);
     if (!text) return text.error();
     if (text->size() > max_record_bytes) return make_error("record_too_large", too_large_message(text->size()));
+    // The body is level 2 of the stored record.
+    if (nests_deeper_than(next.body, max_record_depth - 1))
+        return make_error("too_deep", "the record's body nests deeper than " + std::to_string(max_record_depth - 1) +
+                                          " levels, the most a journal record holds");
 
     record r;
     r.run_id = std::string(run_id);
@@ -188,13 +192,25 @@ std::string serialize_record(record const& r) {
     out += R"(,"kind":")";
     out += to_string(r.kind);  // names are plain ASCII words
     out += R"(","body":)";
-    out += boost::json::serialize(r.body);
+    // Numbers as canonical() writes them: exact, and what any JSON reader expects. A body the chain
+    // accepted is always writable this way; the fallback keeps the function total all the same.
+    auto body_at = out.size();
+    if (!append_json(out, r.body)) {
+        out.resize(body_at);
+        out += boost::json::serialize(r.body);
+    }
     out += R"(,"prev_hash":")";
     out += to_hex(r.prev_hash);
     out += R"(","hash":")";
     out += to_hex(r.hash);
     out += R"("})";
     return out;
+}
+
+result<record> parse_record(std::string_view text) {
+    auto v = parse_ijson(text, max_record_depth);
+    if (!v) return v.error();
+    return record_from_json(*v);
 }
 
 result<record> record_from_json(boost::json::value const& v) {

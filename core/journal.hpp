@@ -2,6 +2,7 @@
 // The journal: per run, a hash chain of records written before and after every effect, and the
 // store interface that keeps it. Stores assign seq and hashes; callers supply kind and body.
 
+#include "core/canonical_json.hpp"
 #include "core/error.hpp"
 #include "core/sha256.hpp"
 
@@ -34,6 +35,12 @@ std::optional<record_kind> parse_record_kind(std::string_view s) noexcept;
 
 // Records larger than this (canonical body) are refused, never truncated.
 inline constexpr std::size_t max_record_bytes = 1024 * 1024;
+
+// How deep a stored record may nest, its own object being level 1 and its body level 2. A body holds
+// a value airlock read (at most max_json_depth deep) a few levels below its root, so every value the
+// door accepts fits; a body that would not fit is refused when appended ("too_deep"), never written
+// in a form the reader then refuses.
+inline constexpr std::size_t max_record_depth = max_json_depth + 16;
 
 struct new_record {
     record_kind kind;
@@ -71,9 +78,13 @@ std::optional<chain_fault> verify_chain(std::vector<record> const& records);
 
 // Record ↔ JSON, for export/import and the REST API. Hashes as lowercase hex.
 boost::json::object to_json(record const& r);
-// boost::json::serialize(to_json(r)), byte for byte, without copying the body.
+// to_json(r) as text, members in to_json's order and numbers written as ECMAScript writes them
+// (append_json), without copying the body: the form stores keep and the REST journal route sends.
 std::string serialize_record(record const& r);
 result<record> record_from_json(boost::json::value const& v);
+// Reads one record's text as stored or exported: parse_ijson to max_record_depth, then
+// record_from_json. Every reader of journal bytes goes through here, so what one reads all read.
+result<record> parse_record(std::string_view text);
 
 // Run statuses; the store derives a run's status from its records (admitted → running,
 // approval_requested → awaiting_approval, approval_decided → running, run_sealed → body.status).

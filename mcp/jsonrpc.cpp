@@ -213,6 +213,15 @@ error_response make_error_response(std::optional<request_id> id, std::int64_t co
 
 parse_result parse_message(std::string_view text) {
     auto parsed = core::parse_ijson(text);
+    if (!parsed && parsed.error().code == "too_deep") {
+        // Well-formed JSON nested past the limit: the request is read as far as its id, and refused
+        // as one whose params airlock will not take, naming the limit.
+        auto head = read_message_head(text);
+        return rejected_message{make_error_response(
+            head.has_method ? head.id : std::nullopt, rpc_code::invalid_params,
+            "Invalid params: the message nests deeper than " + std::to_string(core::max_json_depth) +
+                " levels, the most airlock accepts (" + parsed.error().message + ")")};
+    }
     if (!parsed)
         return rejected_message{make_error_response(std::nullopt, rpc_code::parse_error, "Parse error: " + parsed.error().message)};
     return read_message(*parsed);

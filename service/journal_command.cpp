@@ -89,12 +89,7 @@ int import_file(store::lmdb_store& s, std::string const& path) {
     while (std::getline(in, line)) {
         ++n;
         if (line.empty()) continue;
-        auto v = core::parse_ijson(line);
-        if (!v) {
-            std::cerr << "airlock journal import: line " << n << ": " << v.error().message << "\n";
-            return 1;
-        }
-        auto r = core::record_from_json(*v);
+        auto r = core::parse_record(line);
         if (!r) {
             std::cerr << "airlock journal import: line " << n << ": " << r.error().message << "\n";
             return 1;

@@ -432,12 +432,16 @@ asio::awaitable<http_response> rest_api::async_route(http_request& req) {
         if (base != "application/json")
             return core::make_error("unsupported_media_type", "the body must be application/json");
         auto v = core::parse_ijson(req.body());
+        if (!v && v.error().code == "too_deep")
+            return core::make_error("too_deep", "the body nests deeper than " + std::to_string(core::max_json_depth) +
+                                                    " levels, the most airlock accepts");
         if (!v) return core::make_error("bad_request", "the body is not valid JSON: " + v.error().message);
         if (!v->is_object()) return core::make_error("bad_request", "the body must be a JSON object");
         return std::move(v->get_object());
     };
     auto body_problem = [&](core::error const& e) {
         auto status = e.code == "unsupported_media_type" ? http::status::unsupported_media_type
+                      : e.code == "too_deep"             ? http::status::unprocessable_entity
                                                           : http::status::bad_request;
         return problem(status, e.code, e.message, {}, version);
     };
@@ -645,7 +649,7 @@ asio::awaitable<http_response> rest_api::async_route(http_request& req) {
         if (!records) co_return problem_for(records.error(), version);
         std::string lines;
         for (auto const& r : *records) {
-            lines += json::serialize(core::to_json(r));
+            lines += core::serialize_record(r);
             lines += '\n';
         }
         auto res = json_response(http::status::ok, std::move(lines), version);

@@ -488,11 +488,10 @@ struct lmdb_store::impl {
                 if (k.size() != prefix.size() + 8 || !k.starts_with(prefix)) break;
                 std::uint64_t seq = 0;
                 for (std::size_t i = prefix.size(); i < k.size(); ++i) seq = (seq << 8) | static_cast<unsigned char>(k[i]);
-                boost::system::error_code ec;
-                auto v = boost::json::parse(as_view(val), ec);
-                if (ec) return make_error("corrupt", "record " + std::to_string(seq) + " of run " + run_id + " is unreadable");
-                auto r = core::record_from_json(v);
-                if (!r) return make_error("corrupt", "record " + std::to_string(seq) + " of run " + run_id + ": " + r.error().message);
+                auto r = core::parse_record(as_view(val));
+                if (!r)
+                    return make_error("corrupt", "record " + std::to_string(seq) + " of run " + run_id +
+                                                     " is unreadable: " + r.error().message);
                 out.push_back(std::move(*r));
                 rc = mdb_cursor_get(cur, &key, &val, MDB_NEXT);
             }

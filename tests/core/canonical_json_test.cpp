@@ -1,4 +1,5 @@
 #include "core/canonical_json.hpp"
+#include "tests/support/random_numbers.hpp"
 
 #include <boost/json.hpp>
 #include <catch2/catch.hpp>
@@ -185,4 +186,32 @@ TEST_CASE("the size bound of a value's canonical form is never below the size of
     REQUIRE(ctext.has_value());
     CHECK(ctext->size() == 6002);
     CHECK(airlock::core::canonical_size_bound(controls) >= ctext->size());
+}
+
+TEST_CASE("every double written canonically reads back to the same bits, and writing again gives the same text") {
+    auto numbers = airlock::testing::number_edges();
+    auto random = airlock::testing::random_doubles(100000, 42);
+    numbers.insert(numbers.end(), random.begin(), random.end());
+    std::size_t differing = 0;
+    for (double d : numbers) {
+        auto text = format_es_number(d);
+        auto back = parse_ijson(text);
+        REQUIRE(back.has_value());
+        if (!airlock::testing::same_number(*back, d) || canonical(*back).value() != text) {
+            if (++differing <= 5) UNSCOPED_INFO(text << " read back as " << boost::json::serialize(*back));
+        }
+    }
+    CHECK(differing == 0);
+}
+
+TEST_CASE("a depth limit names itself, and values are measured to it without walking past it") {
+    auto refused = parse_ijson(std::string(200, '[') + std::string(200, ']'));
+    REQUIRE_FALSE(refused.has_value());
+    CHECK_THAT(refused.error().message,
+               Catch::Contains("nesting deeper than " + std::to_string(airlock::core::max_json_depth) + " levels"));
+    auto v = airlock::testing::nested_objects(50);
+    CHECK_FALSE(airlock::core::nests_deeper_than(v, 50));
+    CHECK(airlock::core::nests_deeper_than(v, 49));
+    CHECK_FALSE(airlock::core::nests_deeper_than(boost::json::value(1), 0));
+    CHECK(airlock::core::nests_deeper_than(boost::json::value(boost::json::array{}), 0));
 }

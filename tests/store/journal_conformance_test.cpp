@@ -2,6 +2,7 @@
 // interface alone, run once per fixture in AIRLOCK_JOURNAL_STORE_FIXTURES.
 
 #include "tests/store/store_fixtures.hpp"
+#include "tests/support/random_numbers.hpp"
 
 #include "core/canonical_json.hpp"
 #include "core/journal.hpp"
@@ -201,6 +202,68 @@ TEMPLATE_TEST_CASE("a run reads back exactly the records that were appended", "[
         CHECK(stored[i].hash == expected[i].hash);
     }
     CHECK(verdict(verify_chain(stored)) == "ok");
+}
+
+TEMPLATE_TEST_CASE("numbers of every magnitude read back to the bit as they were appended, and the chain verifies",
+                   "[journal_store]", AIRLOCK_JOURNAL_STORE_FIXTURES) {
+    TestType f;
+    admit(*f.store, "run-1");
+    auto numbers = number_edges();
+    auto random = random_doubles(4000, 20261201);
+    numbers.insert(numbers.end(), random.begin(), random.end());
+    // Integers past what a double holds exactly, each end of int64 and uint64 among them.
+    std::vector<boost::json::value> integers{9007199254740993LL, -9007199254740993LL, INT64_MAX, INT64_MIN,
+                                             std::uint64_t{9223372036854775808ULL}, UINT64_MAX};
+    std::size_t const per_record = 400;
+    for (std::size_t at = 0; at < numbers.size(); at += per_record) {
+        boost::json::array chunk;
+        for (std::size_t i = at; i < std::min(numbers.size(), at + per_record); ++i) chunk.push_back(numbers[i]);
+        auto rec = started("run-1/" + std::to_string(at) + "/tool");
+        rec.body["arguments"] = boost::json::object{{"values", std::move(chunk)}, {"integers", boost::json::array(integers.begin(), integers.end())}};
+        REQUIRE(error_code(append(*f.store, "run-1", {rec})) == "ok");
+    }
+    auto stored = read(*f.store, "run-1");
+    REQUIRE(stored.size() == 1 + (numbers.size() + per_record - 1) / per_record);
+    std::size_t checked = 0, differing = 0;
+    for (std::size_t r = 1; r < stored.size(); ++r) {
+        auto const& args = stored[r].body.at("arguments").as_object();
+        auto const& values = args.at("values").as_array();
+        for (std::size_t i = 0; i < values.size(); ++i, ++checked) {
+            double want = numbers[(r - 1) * per_record + i];
+            if (!same_number(values[i], want)) {
+                if (++differing <= 5) UNSCOPED_INFO("stored " << boost::json::serialize(values[i]) << " for " << format_es_number(want));
+            }
+        }
+        CHECK(args.at("integers") == boost::json::array(integers.begin(), integers.end()));
+    }
+    CHECK(checked == numbers.size());
+    CHECK(differing == 0);
+    CHECK(stored_verdict(*f.store, "run-1") == "ok");
+    CHECK(verdict(verify_chain(stored)) == "ok");
+}
+
+TEMPLATE_TEST_CASE("a body nested as deep as airlock reads any value is stored and read back; a deeper one is refused",
+                   "[journal_store]", AIRLOCK_JOURNAL_STORE_FIXTURES) {
+    TestType f;
+    admit(*f.store, "run-1");
+    // The arguments of a call nest as deep as the door lets a message nest, and deeper than a record's
+    // own envelope, so the reader must reach past max_json_depth.
+    for (std::size_t depth : {std::size_t{30}, std::size_t{33}, max_json_depth, max_record_depth - 2}) {
+        INFO("arguments " << depth << " deep");
+        auto rec = started("run-1/" + std::to_string(depth) + "/tool");
+        rec.body["arguments"] = nested_objects(depth);
+        REQUIRE(error_code(append(*f.store, "run-1", {rec})) == "ok");
+    }
+    auto before = snapshot_of(*f.store, "run-1");
+    auto too_deep = started("run-1/deeper/tool");
+    too_deep.body["arguments"] = nested_objects(max_record_depth - 1);  // the record: 1 + body + arguments
+    auto refused = append(*f.store, "run-1", {too_deep});
+    CHECK(error_code(refused) == "too_deep");
+    CHECK(snapshot_of(*f.store, "run-1") == before);
+    auto stored = read(*f.store, "run-1");
+    REQUIRE(stored.size() == 5);
+    CHECK(stored.back().body.at("arguments") == nested_objects(max_record_depth - 2));
+    CHECK(stored_verdict(*f.store, "run-1") == "ok");
 }
 
 TEMPLATE_TEST_CASE("every record kind can be stored and read back", "[journal_store]", AIRLOCK_JOURNAL_STORE_FIXTURES) {
