@@ -76,6 +76,20 @@ void throw_exception_from_error(rejected_message const& e, boost::source_locatio
     throw std::runtime_error("JSON-RPC message refused (" + std::to_string(e.reply.error.code) + "): " + e.reply.error.message);
 }
 
+namespace {
+
+// Why a JSON value cannot be an id, naming what it is. An integer past INT64_MAX is an integer, so
+// "not an integer" would contradict itself: it is refused for its range.
+std::string unusable_id(json::value const& v) {
+    if (v.is_uint64())
+        return "id must be a string or an integer from -2^63 to 2^63-1; " + std::to_string(v.get_uint64()) +
+               " is outside that range";
+    if (v.is_double()) return "id must be a string or an integer, not a number with a fraction or an exponent";
+    return "id must be a string or an integer, not " + std::string(core::json_kind_name(v));
+}
+
+}  // namespace
+
 std::optional<request_id> read_request_id(json::value const& v) {
     if (v.is_int64()) return request_id(v.get_int64());
     if (v.is_string()) return request_id(std::string(v.get_string()));
@@ -220,7 +234,7 @@ parse_result parse_message(std::string_view text) {
         return rejected_message{make_error_response(
             head.has_method ? head.id : std::nullopt, rpc_code::invalid_params,
             "Invalid params: the message nests deeper than " + std::to_string(core::max_json_depth) +
-                " levels, the most airlock accepts (" + parsed.error().message + ")")};
+                " levels, the most airlock accepts")};
     }
     if (!parsed)
         return rejected_message{make_error_response(std::nullopt, rpc_code::parse_error, "Parse error: " + parsed.error().message)};
@@ -251,14 +265,14 @@ parse_result read_message(json::value const& v) {
         if (!params) return params.error();
         if (!raw_id) return notification{std::string(method->get_string()), std::move(*params)};
         if (raw_id->is_null()) return invalid(std::nullopt, "id must be a string or an integer, never null");
-        if (!id) return invalid(std::nullopt, "id must be a string or an integer, not " + std::string(core::json_kind_name(*raw_id)));
+        if (!id) return invalid(std::nullopt, unusable_id(*raw_id));
         return request{std::move(*id), std::string(method->get_string()), std::move(*params)};
     }
 
     if (result && error) return invalid(id, "a response cannot carry both result and error");
     if (result) {
         if (!raw_id) return invalid(std::nullopt, "a result response must carry the id of its request");
-        if (!id) return invalid(std::nullopt, "id must be a string or an integer, not " + std::string(core::json_kind_name(*raw_id)));
+        if (!id) return invalid(std::nullopt, unusable_id(*raw_id));
         // MCP results are always objects (they carry _meta and, since 2026-07-28, resultType).
         if (!result->is_object()) return invalid(id, "result must be an object, not " + std::string(core::json_kind_name(*result)));
         return response{std::move(*id), result->get_object()};
@@ -266,7 +280,7 @@ parse_result read_message(json::value const& v) {
     if (error) {
         // An error may lack an id (or carry null) when the peer could not read ours; that is valid.
         if (raw_id && !raw_id->is_null() && !id)
-            return invalid(std::nullopt, "id must be a string or an integer, not " + std::string(core::json_kind_name(*raw_id)));
+            return invalid(std::nullopt, unusable_id(*raw_id));
         auto e = read_error_object(*error, id);
         if (!e) return e.error();
         return message(error_response{std::move(id), std::move(*e)});

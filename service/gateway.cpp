@@ -821,6 +821,8 @@ asio::awaitable<core::result<std::string>> gateway::async_admitted_run(std::stri
         asio::steady_timer t(co_await asio::this_coro::executor, std::chrono::milliseconds(2));
         co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     }
+    admitted_body["mode"] = "gateway";
+    if (!options_.instance.empty()) admitted_body["instance"] = options_.instance;
     admitted_body["admitted_at"] = rfc3339(options_.clock());
     auto admit = core::one_record(core::record_kind::run_admitted, std::move(admitted_body));
     auto r = co_await options_.journal->async_append(run, std::move(admit));
@@ -1001,7 +1003,7 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
                          {"provenance", core::to_json(*prov)}, {"request_id", ctx.request_id_text}};
     auto start_batch = core::one_record(core::record_kind::effect_started, std::move(started));
     if (auto s = co_await options_.journal->async_append(*run, std::move(start_batch)); !s) {
-        if (s.error().code == "record_too_large") {
+        if (s.error().code == "record_too_large" || s.error().code == "too_deep") {
             // Every call is journaled with its arguments before it leaves; these do not fit.
             spdlog::warn("call {} by {} not made: its arguments are too large to journal", entry->id.uri(), p->name);
             co_return invalid_params("the call was not made: its arguments cannot be journaled (" + s.error().message + ")");

@@ -48,6 +48,9 @@ struct gateway_options {
     core::egress_allowlist egress;
     std::vector<gateway_principal> principals;
     std::shared_ptr<core::journal_store> journal;
+    // The id of this process's instance_lock, written into each session run it admits so that another
+    // airlock on the journal can tell whether the run's process is still alive.
+    std::string instance;
     std::shared_ptr<core::pin_store> pins;
     std::shared_ptr<core::provenance_signer const> signer;  // absent: calls carry an unsigned block
     std::chrono::seconds provenance_lifetime{300};

@@ -298,6 +298,9 @@ void runner::spawn(std::shared_ptr<run_slot> slot) {
                 // Resuming, the current manifest or code would not do what the journal says was
                 // done: going on would act on a history that is not this run's.
                 quarantine = "resumed run diverges from its journal: " + r.error().message;
+            } else if (!r && r.error().code == "corrupt") {
+                // Its own records do not read back: nothing can drive, replay or resume it.
+                quarantine = "its journal cannot be read, so it cannot go on: " + r.error().message;
             } else if (!r) {
                 spdlog::error("run {}: {}", run_id, r.error().message);
             }

@@ -213,8 +213,9 @@ bool same_client(upstream_config const& a, core::egress_allowlist const& ea, ups
 core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_io_executor exec,
                                                     std::shared_ptr<store::lmdb_store> const& journal,
                                                     std::vector<std::shared_ptr<mcp::mcp_client>> const& clients,
-                                                    std::shared_ptr<airlock_metrics> metrics) {
+                                                    std::shared_ptr<airlock_metrics> metrics, std::string instance) {
     gateway_options go;
+    go.instance = std::move(instance);
     go.metrics = std::move(metrics);
     go.executor = exec;
     go.egress = c.egress;
@@ -248,8 +249,11 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
     auto opened = store::lmdb_store::open(journal_options);
     if (!opened) return opened.error();
     sc.journal = std::shared_ptr<store::lmdb_store>(std::move(*opened));
+    auto owner = instance_lock::acquire(c.journal.directory);
+    if (!owner) return owner.error();
+    sc.owner = std::move(*owner);
     for (auto const& u : c.upstreams) sc.clients.push_back(make_upstream_client(u, c.egress, exec));
-    auto g = make_gateway(c, exec, sc.journal, sc.clients, metrics);
+    auto g = make_gateway(c, exec, sc.journal, sc.clients, metrics, sc.owner->id());
     if (!g) return g.error();
     sc.gw = *g;
     auto tools = runner_tools::make(c.egress, sc.clients);
@@ -275,6 +279,19 @@ core::result<service_core> build_core(config const& c, asio::any_io_executor exe
     if (!r) return r.error();
     sc.runs = *r;
     return sc;
+}
+
+asio::awaitable<void> async_close_interrupted_runs(std::shared_ptr<core::journal_store> journal,
+                                                   std::shared_ptr<instance_lock> owner) {
+    auto alive = [owner](std::string_view id) { return owner->alive(id); };
+    try {
+        auto sealed = co_await async_seal_interrupted_sessions(std::move(journal), std::move(alive));
+        if (!sealed) spdlog::error("cannot close interrupted runs: {}", sealed.error().message);
+        else if (*sealed) spdlog::info("sealed {} runs an earlier airlock left open", *sealed);
+        owner->sweep();
+    } catch (std::exception const& e) {
+        spdlog::error("closing interrupted runs ended by an internal error: {}", e.what());
+    }
 }
 
 asio::awaitable<void> async_close_upstreams(std::vector<std::shared_ptr<mcp::mcp_client>> clients) {
@@ -408,6 +425,7 @@ struct serving {
     std::optional<std::string> listen_override;
     std::optional<unsigned> threads_override;
     std::shared_ptr<store::lmdb_store> journal;
+    std::string instance;  // the gateway's instance id (service_core::owner)
     std::shared_ptr<reloadable_backend> backend;
     std::shared_ptr<token_table> tokens;
     std::shared_ptr<airlock_metrics> metrics;
@@ -489,7 +507,7 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
         }
         clients.push_back(reuse);
     }
-    auto gw = make_gateway(*next, exec, sv->journal, clients, sv->metrics);
+    auto gw = make_gateway(*next, exec, sv->journal, clients, sv->metrics, sv->instance);
     if (!gw) {
         spdlog::error("reload refused, the running configuration stays: {}", gw.error().message);
         std::vector<std::shared_ptr<mcp::mcp_client>> fresh;
@@ -632,7 +650,10 @@ asio::awaitable<http_response> ops_route(std::shared_ptr<ops_state> s, http_requ
     co_return json_error(http::status::not_found, "not_found", "no route for " + std::string(path), req.version());
 }
 
-asio::awaitable<void> async_resume_runs(std::shared_ptr<runner> runs) {
+asio::awaitable<void> async_resume_runs(std::shared_ptr<runner> runs, std::shared_ptr<core::journal_store> journal,
+                                        std::shared_ptr<instance_lock> owner) {
+    // Runs that cannot resume (unreadable ones) are quarantined first, so the resume skips them.
+    co_await async_close_interrupted_runs(std::move(journal), std::move(owner));
     auto resumed = co_await runs->async_resume_all();
     if (!resumed) spdlog::error("cannot resume runs: {}", resumed.error().message);
     else if (*resumed) spdlog::info("resumed {} runs from the journal", *resumed);
@@ -739,6 +760,7 @@ int run_serve(std::vector<std::string> const& args) {
         return 1;
     }
     sv->journal = sc->journal;
+    sv->instance = sc->owner->id();
     sv->run_tools = sc->run_tools;
     sv->backend = std::make_shared<reloadable_backend>(sc->gw);
     sv->tokens = std::make_shared<token_table>();
@@ -831,7 +853,7 @@ int run_serve(std::vector<std::string> const& args) {
     // Capabilities and pins are known sooner when the upstreams are met before the first client.
     asio::co_spawn(ioc, sc->gw->async_connect_upstreams(), asio::detached);
     // Agent runs a previous process admitted and did not finish go on from their journals.
-    asio::co_spawn(ioc, async_resume_runs(sc->runs), asio::detached);
+    asio::co_spawn(ioc, async_resume_runs(sc->runs, sc->journal, sc->owner), asio::detached);
     // The line tests and scripts wait for; it names the address actually bound (port 0 → a free one).
     auto const polling =
         c->server.busy_poll.count() > 0 ? ", busy poll: " + std::to_string(c->server.busy_poll.count()) + " us" : std::string();
@@ -999,6 +1021,9 @@ int run_stdio(std::vector<std::string> const& args) {
     so.max_message_bytes = c->server.body_limit;
     so.stop = stop;
     auto task = [&]() -> asio::awaitable<void> {
+        // Before the first request: a run left open by a process that is gone is sealed before this
+        // session's own run is admitted.
+        co_await async_close_interrupted_runs(sc->journal, sc->owner);
         co_await async_serve_stdio(sc->gw, so);
         // The session's run (and a 2026-07-28 caller's, keyed by principal) is sealed once the
         // calls in it have journaled their outcomes.

@@ -6,6 +6,7 @@
 #include "mcp/client.hpp"
 #include "service/config.hpp"
 #include "service/gateway.hpp"
+#include "service/interrupted_sessions.hpp"
 #include "service/runner.hpp"
 #include "service/runner_factory.hpp"
 #include "store/lmdb_store.hpp"
@@ -49,7 +50,15 @@ struct service_core {
     std::shared_ptr<gateway> gw;
     std::shared_ptr<runner> runs;  // the configured agents (REST /v1/runs, airlock replay, airlock run)
     std::shared_ptr<runner_tools> run_tools;  // what the runner's tool calls go through; a reload replaces it
+    // Held while the process lives: tells other airlocks on the journal that this one's session runs
+    // are not interrupted (service/interrupted_sessions.hpp).
+    std::shared_ptr<instance_lock> owner;
 };
+// Seals the session runs of airlock processes that ended without closing them, and quarantines runs
+// whose records cannot be read; then sweeps the lock files of processes that are gone. Run at start,
+// before agent runs are resumed.
+boost::asio::awaitable<void> async_close_interrupted_runs(std::shared_ptr<core::journal_store> journal,
+                                                          std::shared_ptr<instance_lock> owner);
 core::result<service_core> build_core(config const& c, boost::asio::any_io_executor exec,
                                       std::shared_ptr<airlock_metrics> metrics = nullptr);
 

@@ -1,5 +1,6 @@
 #include "service/providers/anthropic.hpp"
 
+#include "core/canonical_json.hpp"
 #include "service/providers/wire_json.hpp"
 
 #include <boost/json/parse.hpp>
@@ -17,9 +18,8 @@ namespace {
 json::value input_of(json::value const& arguments) {
     if (arguments.is_object()) return arguments;
     if (arguments.is_string()) {
-        boost::system::error_code ec;
-        auto v = json::parse(arguments.get_string(), ec);
-        if (!ec && v.is_object()) return v;
+        auto v = core::parse_ijson(arguments.get_string());
+        if (v && v->is_object()) return std::move(*v);
     }
     return json::object{};
 }

@@ -1,5 +1,6 @@
 #include "service/providers/http_client.hpp"
 
+#include "core/canonical_json.hpp"
 #include "mcp/http_pool.hpp"
 #include "mcp/on_strand.hpp"
 #include "mcp/router.hpp"
@@ -287,10 +288,11 @@ struct http_client::state : std::enable_shared_from_this<state> {
                            "the answer from " + where() + " broke off: " + mcp::http_wire::describe(got.ec));
         }
         pool.release(ex);
-        boost::system::error_code ec;
-        auto v = json::parse(got.text, ec);
-        if (ec) co_return fail(tool_error_kind::malformed, "the answer from " + where() + " is not JSON: " + ec.message());
-        co_return v;
+        // Exactly (numbers to the bit, duplicate names refused): a reply's tool arguments are journaled
+        // and signed as the model wrote them.
+        auto v = core::parse_ijson(got.text);
+        if (!v) co_return fail(tool_error_kind::malformed, "the answer from " + where() + " is not JSON: " + v.error().message);
+        co_return std::move(*v);
     }
 };
 

@@ -1,5 +1,6 @@
 #include "service/providers/openai.hpp"
 
+#include "core/canonical_json.hpp"
 #include "service/providers/wire_json.hpp"
 
 #include <boost/json/parse.hpp>
@@ -32,9 +33,9 @@ json::value arguments_value(json::value const* wire) {
     if (!wire->is_string()) return *wire;
     auto const& text = wire->get_string();
     if (blank(text)) return json::object{};
-    boost::system::error_code ec;
-    auto v = json::parse(text, ec);
-    if (!ec && v.is_object()) return v;
+    // Exactly (numbers to the bit): these become a tool call's journaled and signed arguments.
+    auto v = core::parse_ijson(text);
+    if (v && v->is_object()) return std::move(*v);
     return json::string(text);
 }
 

@@ -355,3 +355,37 @@ TEST_CASE("the last bytes of a message name no id when the last member is not a 
     CHECK_FALSE(read_trailing_id(R"(aa","id":5,"jsonrpc":"2.0"},"x":1})").has_value());  // nested, members after it
     CHECK_FALSE(read_trailing_id(R"(aa","id":5,"jsonrpc":"2.)").has_value());             // cut off
 }
+
+TEST_CASE("an id that is not usable is refused saying what it is, never contradicting itself") {
+    struct example {
+        char const* id;
+        char const* says;
+    };
+    for (auto [id, says] : {example{"9223372036854775808", "9223372036854775808 is outside that range"},
+                            example{"18446744073709551615", "from -2^63 to 2^63-1"},
+                            example{"1.5", "not a number with a fraction or an exponent"},
+                            example{"1e3", "not a number with a fraction or an exponent"},
+                            example{"true", "not a boolean"}, example{"[1]", "not an array"}}) {
+        INFO(id);
+        for (std::string text : {std::string(R"({"jsonrpc":"2.0","id":)") + id + R"(,"method":"ping"})",
+                                 std::string(R"({"jsonrpc":"2.0","id":)") + id + R"(,"result":{}})"}) {
+            auto e = refusal(text);
+            CHECK(e.error.code == rpc_code::invalid_request);
+            CHECK_THAT(e.error.message, Catch::Contains(says));
+            CHECK_THAT(e.error.message, !Catch::Contains("integer, not an integer"));
+        }
+    }
+    // The edges of the range are ids.
+    CHECK(parse_message(R"({"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"})").has_value());
+    CHECK(parse_message(R"({"jsonrpc":"2.0","id":-9223372036854775808,"method":"ping"})").has_value());
+}
+
+TEST_CASE("a message nested deeper than airlock reads is refused as invalid params, with its id, naming the limit") {
+    std::string deep = std::string(200, '[') + std::string(200, ']');
+    auto e = refusal(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","arguments":{"a":)" + deep + "}}}");
+    CHECK(e.error.code == rpc_code::invalid_params);
+    CHECK(e.id == request_id(std::int64_t{4}));
+    CHECK_THAT(e.error.message, Catch::Contains("deeper than 128 levels"));
+    // Shapes that are not JSON stay parse errors.
+    CHECK(refusal(R"({"jsonrpc":"2.0","id":4,"method":)").error.code == rpc_code::parse_error);
+}
