@@ -26,6 +26,7 @@ constexpr char usage_text[] =
     "  --agent NAME    runs of this agent only\n"
     "  --since TIME    runs admitted at or after this RFC 3339 time (an offset is honoured)\n"
     "  --limit N       at most N runs (1 to 10000, default 100); the next page's cursor is printed last\n"
+    "                  ('more: --cursor RUN', after the table; on stderr with --json)\n"
     "  --cursor RUN    the page after this run (the 'more: --cursor' of the page before)\n"
     "  --json          one JSON object per line instead of a table\n";
 
@@ -139,7 +140,16 @@ int run_runs(std::vector<std::string> const& args) {
         std::fflush(stdout);
         if (page->runs.empty()) std::cerr << "no runs match\n";
     }
-    if (page->next_cursor) std::cerr << "more: --cursor " << *page->next_cursor << "\n";
+    // The table's last line, on the table's stream: written to the other one, it could land in the middle of
+    // (or glued to) the rows wherever the two streams are merged. JSON lines stay pure JSON on stdout.
+    if (page->next_cursor) {
+        if (as_json) {
+            std::cerr << "more: --cursor " << *page->next_cursor << "\n";
+        } else {
+            std::printf("more: --cursor %s\n", page->next_cursor->c_str());
+            std::fflush(stdout);
+        }
+    }
     (*opened)->close();
     return 0;
 }

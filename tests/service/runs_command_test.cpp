@@ -81,3 +81,16 @@ TEST_CASE("airlock runs --cursor refuses a run the journal does not hold instead
     CHECK_THAT(bad.err, Catch::Contains("--cursor"));
     CHECK(j.listed({"--cursor", "run-early"}) == names{"run-late"});
 }
+
+TEST_CASE("airlock runs prints the next page's cursor as the table's own last line, and keeps JSON lines pure") {
+    two_runs j;
+    auto table = run_command({AIRLOCK_BINARY, "runs", "--journal", j.dir.path().string(), "--limit", "1"});
+    INFO(table.out << table.err);
+    REQUIRE(table.exit_code == 0);
+    // On stdout after the rows, on a line of its own, wherever the two streams are merged.
+    CHECK_THAT(table.out, Catch::EndsWith("\nmore: --cursor run-early\n"));
+    CHECK(table.err.find("more:") == std::string::npos);
+    auto json = j.runs({"--limit", "1"});
+    CHECK(json.out.find("more:") == std::string::npos);
+    CHECK_THAT(json.err, Catch::Contains("more: --cursor run-early\n"));
+}
