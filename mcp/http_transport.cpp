@@ -103,6 +103,21 @@ core::result<http_endpoint> parse_http_url(std::string_view text) {
     if (e.target.empty()) e.target = "/";
     if (u.has_query()) e.target += "?" + std::string(u.encoded_query());
     e.host_header = std::string(u.encoded_host_and_port());
+    // What is connected to, and checked against egress, must be what the URL says. Boost.URL 1.81
+    // misreads some authorities: "127.0.0.1.:8080" comes back as the address 127.0.0.1 with no port
+    // at all (so port 80). The authority as written must be the host and port that were read.
+    auto const slashes = text.find("://");
+    auto authority = slashes == std::string_view::npos ? std::string_view() : text.substr(slashes + 3);
+    authority = authority.substr(0, authority.find_first_of("/?#"));
+    if (authority != e.host_header)
+        return core::make_error("invalid_url", "url '" + std::string(text) + "': its host and port '" + std::string(authority) +
+                                                   "' cannot be read exactly; write the host without a trailing '.' and "
+                                                   "an IPv6 host in brackets");
+    // A name with a trailing '.' is absolute in DNS, one without may be completed by the resolver's
+    // search list: they need not be the same host, and egress compares hosts exactly.
+    if (e.host.ends_with('.'))
+        return core::make_error("invalid_url", "url '" + std::string(text) + "': the host '" + e.host +
+                                                   "' ends with '.'; write it without the trailing '.'");
     return e;
 }
 

@@ -491,6 +491,43 @@ TEST_CASE("an explicit port, an IPv6 literal and a query are kept as the URL wri
     CHECK(e->host_header == "[::1]:8931");
 }
 
+TEST_CASE("a URL's host and port are read exactly as written, or the URL is refused naming it") {
+    struct expected {
+        char const* url;
+        char const* host;
+        std::uint16_t port;
+        char const* host_header;
+    };
+    // Explicit and implicit ports, IPv4, names, IPv6 in brackets.
+    for (auto const& x : {expected{"http://127.0.0.1:8080/mcp", "127.0.0.1", 8080, "127.0.0.1:8080"},
+                          expected{"http://127.0.0.1/mcp", "127.0.0.1", 80, "127.0.0.1"},
+                          expected{"https://127.0.0.1/mcp", "127.0.0.1", 443, "127.0.0.1"},
+                          expected{"http://tools.example.com:9/mcp", "tools.example.com", 9, "tools.example.com:9"},
+                          expected{"http://[::1]:9/mcp", "::1", 9, "[::1]:9"},
+                          expected{"https://[::1]/mcp", "::1", 443, "[::1]"},
+                          expected{"http://[2001:db8::7]:65535", "2001:db8::7", 65535, "[2001:db8::7]:65535"}}) {
+        INFO(x.url);
+        auto e = parse_http_url(x.url);
+        REQUIRE(e.has_value());
+        CHECK(e->host == x.host);
+        CHECK(e->port == x.port);
+        CHECK(e->host_header == x.host_header);
+    }
+    // A trailing '.' (which Boost.URL 1.81 reads as 127.0.0.1 without the port), an empty, zero or
+    // too large port, an IPv6 host without brackets: refused, never read as another host or port.
+    for (auto const* url : {"http://127.0.0.1.:8080/mcp", "http://127.0.0.1./mcp", "http://127.0.0.1.:/mcp",
+                            "http://tools.example.com.:8080/mcp", "https://tools.example.com./mcp", "http://h:/x",
+                            "http://h:0/x", "http://h:65536/x", "http://::1:9/mcp", "http://[::1/mcp"}) {
+        INFO(url);
+        auto e = parse_http_url(url);
+        REQUIRE_FALSE(e.has_value());
+        CHECK(e.error().code == "invalid_url");
+        CHECK_THAT(e.error().message, Catch::Contains(url));
+    }
+    auto dotted = parse_http_url("http://127.0.0.1.:8080/mcp");
+    CHECK_THAT(dotted.error().message, Catch::Contains("'127.0.0.1.:8080'") && Catch::Contains("trailing '.'"));
+}
+
 TEST_CASE("a URL with another scheme or with credentials in it is refused") {
     CHECK_FALSE(parse_http_url("ftp://example.com/mcp").has_value());
     auto r = parse_http_url("https://user:hunter2@example.com/mcp");
