@@ -600,8 +600,10 @@ void gateway::start_read(gateway_upstream const& up, catalogue& c, asio::any_io_
     c.reading = true;
     c.read_started = std::chrono::steady_clock::now();
     c.late_reported = false;
-    // co_spawn only queues the read: it runs after mutex_ is released.
-    asio::co_spawn(exec, async_read_catalogue(shared_from_this(), &up), asio::detached);
+    // Posted: mutex_ is held here, and co_spawn may start the read at once, which takes it.
+    asio::post(exec, [exec, self = shared_from_this(), up = &up] {
+        asio::co_spawn(exec, async_read_catalogue(self, up), asio::detached);
+    });
 }
 
 void gateway::start_stale_reads(asio::any_io_executor const& exec) {

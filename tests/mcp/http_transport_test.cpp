@@ -886,6 +886,35 @@ TEST_CASE("a server that closes the connection after reading the request is no_r
     CHECK(server.requests().size() == 1);
 }
 
+TEST_CASE("a server that resets the connection, before or after answering part of it, fails the request at once") {
+    // SO_LINGER 0: the close is a reset (RST), as from a server that crashed mid-request.
+    auto reset = [](peer& p) {
+        linger l{1, 0};
+        ::setsockopt(p.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        return false;
+    };
+    for (int variant = 0; variant < 3; ++variant) {
+        INFO("variant " << variant);
+        fake_server server([&](peer& p, seen_request const&) {
+            if (variant == 1) p.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"");
+            if (variant == 2) p.send("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: message\r\n");
+            std::this_thread::sleep_for(50ms);
+            return reset(p);
+        });
+        asio::io_context ioc;
+        http_transport t(ioc.get_executor(), options_for(server.url()));
+        request_options ro;
+        ro.deadline = 20s;
+        auto started = std::chrono::steady_clock::now();
+        auto r = run(ioc, t.async_request(make_request(1, "tools/call", {{"name", "x"}}), ro));
+        auto took = std::chrono::steady_clock::now() - started;
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().what == kind::no_reply);
+        CHECK_THAT(r.error().detail, Catch::Contains("reset") || Catch::Contains("broke off") || Catch::Contains("ended"));
+        CHECK(took < 5s);  // not at the 20 s deadline
+    }
+}
+
 TEST_CASE("an address the egress check refuses is never connected to") {
     fake_server server([](peer& p, seen_request const& r) { return p.send(json_reply(r, {})); });
     asio::io_context ioc;

@@ -169,6 +169,33 @@ TEST_CASE("upstreams that hang at initialize, at tools/list or over HTTP, or cra
     CHECK(airlock.wait(30s) == 0);
 }
 
+TEST_CASE("calls to an HTTP upstream that resets every connection fail at once with an error saying so") {
+    mute_listener resetting(mute_listener::mode::reset);
+    auto const url = "http://127.0.0.1:" + std::to_string(resetting.port());
+    faulty_deployment d({"tool://resetting/x", "tool://everything/echo"},
+                        "  - name: resetting\n    url: " + url + "/mcp\n" + everything_upstream(),
+                        "  - process: \"" + peers::node() + "\"\n  - " + url + "\n");
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    for (int i = 0; i < 3; ++i) {
+        INFO("call " << i);
+        auto called = timed_post(port, "tools/call", "resetting__x", R"("name":"resetting__x","arguments":{},)");
+        INFO(called.reply.body);
+        REQUIRE(called.reply.status == 200);
+        CHECK(called.result().at("isError") == true);
+        CHECK_THAT(std::string(called.result().at("content").at(0).at("text").as_string()),
+                   Catch::Contains("unreachable") && Catch::Contains("resetting"));
+        CHECK(called.took < 5s);  // the upstream's deadline is 60 s, its handshake's 15 s
+        std::this_thread::sleep_for(3s);  // past the 5 s retry backoff by the third call
+    }
+    CHECK(resetting.connections() > 0);
+    CHECK_THAT(airlock.stderr_text(), Catch::Contains("upstream resetting: tools unavailable") &&
+                                          Catch::Contains("reset"));
+    CHECK(call_echo(port).reply.status == 200);
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(20s) == 0);
+}
+
 TEST_CASE("an upstream whose destination egress does not allow is never contacted, and reads as refused") {
     mute_listener outside;  // counts every connection made to it
     auto const port_text = std::to_string(outside.port());
