@@ -431,7 +431,13 @@ struct http_transport::state : std::enable_shared_from_this<state> {
             ++resumptions;
             auto delay = retry_ms ? std::chrono::milliseconds(std::min<std::uint64_t>(*retry_ms, max_resume_delay.count()))
                                   : default_resume_delay;
-            if (clock_type::now() + delay >= deadline) co_return co_await deadline_passed(e, req);
+            if (clock_type::now() + delay >= deadline) {
+                // Said as what happened (the stream broke), not as a deadline that has not passed yet.
+                if (req.method != method::initialize) co_await send_cancelled(req.id);
+                co_return fail(kind::no_reply, "the event stream from " + where() + " ended before the response to " +
+                                                   req.method + (ec ? ": " + describe(ec) : std::string()) +
+                                                   ", and the server's retry delay leaves no time to resume it");
+            }
             asio::steady_timer wait(strand, delay);
             co_await wait.async_wait(as_tuple(use_awaitable));
             auto resumed = co_await resume(last_id, deadline);

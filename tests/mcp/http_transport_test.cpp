@@ -777,6 +777,30 @@ TEST_CASE("a legacy stream that drops before the response is resumed with Last-E
     CHECK(get->header("Mcp-Session-Id") == std::optional<std::string>("sess-1"));
 }
 
+TEST_CASE("a legacy stream reset when the server's retry delay outlasts the deadline fails at once, saying it broke") {
+    fake_server server([](peer& p, seen_request const& r) {
+        if (r.rpc_method() == "initialize") return answer_initialize(p, r);
+        if (r.rpc_method() != "tools/call") return p.send(accepted);
+        p.send(sse_head() + chunk("retry: 60000\n" + event(progress_note("tok", 1), "e1")));
+        std::this_thread::sleep_for(50ms);
+        linger l{1, 0};  // a reset, not an orderly close
+        ::setsockopt(p.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        return false;
+    });
+    asio::io_context ioc;
+    http_transport t(ioc.get_executor(), options_for(server.url()));
+    initialize(ioc, t);
+    request_options o;
+    o.deadline = 20s;
+    auto started = std::chrono::steady_clock::now();
+    auto r = run(ioc, t.async_request(make_request(7, "tools/call", {{"name", "x"}}), o));
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().what == kind::no_reply);
+    CHECK_THAT(r.error().detail, Catch::Contains("ended before the response") && Catch::Contains("reset") &&
+                                     Catch::Contains("no time to resume"));
+    CHECK(std::chrono::steady_clock::now() - started < 5s);
+}
+
 // ================================================================ the modern era
 
 TEST_CASE("a modern request carries MCP-Protocol-Version, Mcp-Method and Mcp-Name, and no session id") {
