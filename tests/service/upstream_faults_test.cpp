@@ -327,21 +327,11 @@ TEST_CASE("a tool result's _meta reaches the client unchanged in both eras over 
     REQUIRE(modern.reply.status == 200);
     CHECK(modern.result().at("_meta") == relayed_meta);
 
-    auto post = [&](std::string const& session, std::string const& body) {
-        std::string head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nAuthorization: Bearer " +
-                           token +
-                           "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-                           "MCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n";
-        if (!session.empty()) head += "Mcp-Session-Id: " + session + "\r\n";
-        return raw_http(port, head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
-    };
-    auto init = post("", R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-                         R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
-    REQUIRE(init.status == 200);
-    auto at = init.head.find("Mcp-Session-Id: ");
-    REQUIRE(at != std::string::npos);
-    auto session = init.head.substr(at + 16, init.head.find("\r\n", at) - at - 16);
-    auto legacy = post(session, R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"meta__labelled","arguments":{}}})");
+    auto session = legacy_session(port, token);
+    REQUIRE_FALSE(session.empty());
+    auto legacy = legacy_post(port, token, session,
+                              R"({"jsonrpc":"2.0","id":2,"method":"tools/call",)"
+                              R"("params":{"name":"meta__labelled","arguments":{}}})");
     INFO(legacy.body);
     REQUIRE(legacy.status == 200);
     auto body = legacy.body.substr(legacy.body.find('{'));
@@ -355,7 +345,8 @@ TEST_CASE("a tool result's _meta reaches an airlock stdio client unchanged, with
     auto d = meta_deployment();
     child_process airlock({AIRLOCK_BINARY, "stdio", "--config", d.config.string()}, {}, child_stdin::pipe);
     REQUIRE(airlock.write_stdin(
-        R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"
+        R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+        R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"
         "\n"
         R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
         "\n"
