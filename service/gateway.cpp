@@ -1667,7 +1667,7 @@ asio::awaitable<mcp::handler_result> gateway::async_set_level(gateway_principal 
     bool any = false;
     for (auto const* up : visible_upstreams(p)) {
         auto known = up->client->server_capabilities();
-        if (known && !known->contains("logging")) continue;
+        if ((known && !known->contains("logging")) || passed_over(*up)) continue;
         std::string method = "logging/setLevel";
         auto r = co_await async_forward(*up, std::move(method), params, ctx);
         if (r) {
