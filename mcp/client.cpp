@@ -3,6 +3,9 @@
 #include "core/provenance.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -14,6 +17,18 @@ namespace airlock::mcp {
 namespace asio = boost::asio;
 using core::tool_error;
 using core::tool_error_kind;
+
+namespace {
+
+// Whether whoever awaits this coroutine has cancelled it (its client left). A request that failed
+// for that reason says nothing of the server: the session it went out on stays in use, and the
+// next caller does not start a new handshake with a healthy server.
+asio::awaitable<bool> async_caller_gave_up() {
+    auto state = co_await asio::this_coro::cancellation_state;
+    co_return state.cancelled() != asio::cancellation_type::none;
+}
+
+}  // namespace
 
 core::result<std::string> airlock_tool_name(std::string_view upstream_name) {
     std::string name;
@@ -61,6 +76,8 @@ std::optional<boost::json::object> mcp_client::server_capabilities() const {
 }
 
 core::destination mcp_client::destination_of(core::tool_id const&) const { return transport_->destination(); }
+
+core::destination mcp_client::destination() const { return transport_->destination(); }
 
 std::uint64_t mcp_client::connection() const {
     std::lock_guard lock(mutex_);
@@ -111,13 +128,28 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
         co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     }
 
-    auto fail = [this](tool_error e) {
-        std::lock_guard lock(mutex_);
-        connecting_ = false;
-        return e;
-    };
+    // Whichever way this coroutine ends (an error, or an exception when its caller was cancelled
+    // before the handshake could start), the next caller may connect: a flag left set would make
+    // every later caller wait connect_deadline and fail "connect timed out" while the server is fine.
+    struct connecting_ends {
+        mcp_client& c;
+        ~connecting_ends() {
+            std::lock_guard lock(c.mutex_);
+            c.connecting_ = false;
+        }
+    } ends{*this};
+    // The handshake is every waiting caller's, not only this one's: a caller that gives up (its
+    // client disconnected) must not cut it off halfway, so it runs without the caller's
+    // cancellation and this caller waits for it to end (each of its steps has a deadline).
+    auto exec = co_await asio::this_coro::executor;
+    auto handshake = async_handshake();
+    auto uncancelled = asio::bind_cancellation_slot(asio::cancellation_slot(), asio::use_awaitable);
+    co_return co_await asio::co_spawn(exec, std::move(handshake), uncancelled);
+}
+
+asio::awaitable<core::tool_result<void>> mcp_client::async_handshake() {
     auto opened = co_await transport_->async_open();
-    if (!opened) co_return fail(to_tool_error(opened.error(), ""));
+    if (!opened) co_return to_tool_error(opened.error(), "");
 
     era_detector::options dopts;
     dopts.transport = options_.kind;
@@ -138,7 +170,7 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
                 } else if (reply.error().what == transport_error::kind::http_status) {
                     step = detector.on_reply(probe_reply{reply.error().http_status, std::nullopt});
                 } else {
-                    co_return fail(to_tool_error(reply.error(), ""));
+                    co_return to_tool_error(reply.error(), "");
                 }
                 break;
             }
@@ -146,7 +178,7 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
                 transport_->set_protocol_version(step.version);
                 if (step.notification) {
                     auto sent = co_await transport_->async_notify(*step.notification);
-                    if (!sent) co_return fail(to_tool_error(sent.error(), ""));
+                    if (!sent) co_return to_tool_error(sent.error(), "");
                 }
                 spdlog::info("upstream {}: {} era, protocol {} ({})", options_.server_name, to_string(step.decided_era),
                              step.version, step.reason);
@@ -165,19 +197,18 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ensure_connected() {
                     server_capabilities_ = boost::json::object{};
                 }
                 connected_ = true;
-                connecting_ = false;
                 ++handshakes_;
                 co_return core::tool_result<void>{};
             }
             case era_detector::step_kind::failed:
-                co_return fail(tool_error{tool_error_kind::unreachable, "",
-                                          options_.server_name + ": cannot agree on a protocol: " + step.reason});
+                co_return tool_error{tool_error_kind::unreachable, "",
+                                     options_.server_name + ": cannot agree on a protocol: " + step.reason};
             case era_detector::step_kind::wait:
-                co_return fail(tool_error{tool_error_kind::malformed, "",
-                                          options_.server_name + ": unexpected reply during the handshake"});
+                co_return tool_error{tool_error_kind::malformed, "",
+                                     options_.server_name + ": unexpected reply during the handshake"};
         }
     }
-    co_return fail(tool_error{tool_error_kind::malformed, "", options_.server_name + ": handshake did not settle"});
+    co_return tool_error{tool_error_kind::malformed, "", options_.server_name + ": handshake did not settle"};
 }
 
 asio::awaitable<transport_result<message>> mcp_client::async_send(std::string method, boost::json::object params,
@@ -220,7 +251,10 @@ asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async
         ro.deadline = options_.call_deadline;
         auto reply = co_await async_send(std::string(method::tools_list), std::move(params), ro);
         if (!reply) {
-            if (reply.error().what != transport_error::kind::not_sent && reply.error().what != transport_error::kind::protocol) {
+            auto const what = reply.error().what;
+            bool const gave_up = co_await async_caller_gave_up();
+            if (what != transport_error::kind::not_sent && what != transport_error::kind::protocol &&
+                what != transport_error::kind::cancelled && !gave_up) {
                 std::lock_guard lock(mutex_);
                 connected_ = false;
             }
@@ -346,7 +380,8 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
                                              "lists this tool differently; the call was not sent again"};
                 continue;
             }
-            if (te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent) {
+            bool const gave_up = co_await async_caller_gave_up();
+            if ((te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent) && !gave_up) {
                 std::lock_guard lock(mutex_);
                 connected_ = false;  // a restarted child needs a new handshake
             }
@@ -421,8 +456,9 @@ asio::awaitable<forward_result> mcp_client::async_forward(std::string method, bo
     auto reply = co_await async_send(method, std::move(params), std::move(ro));
     if (!reply) {
         auto const& te = reply.error();
-        if (te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent ||
-            te.what == transport_error::kind::session_expired) {
+        bool const gave_up = co_await async_caller_gave_up();
+        if (te.what == transport_error::kind::session_expired ||
+            ((te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent) && !gave_up)) {
             std::lock_guard lock(mutex_);
             connected_ = false;  // the next request starts a new handshake
         }
@@ -453,8 +489,9 @@ asio::awaitable<core::tool_result<void>> mcp_client::async_ping(std::chrono::mil
         auto reply = co_await async_send(std::move(method), std::move(params), std::move(ro));
         if (reply) co_return core::tool_result<void>{};
         auto const& te = reply.error();
-        if (te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent ||
-            te.what == transport_error::kind::session_expired) {
+        bool const gave_up = co_await async_caller_gave_up();
+        if (te.what == transport_error::kind::session_expired ||
+            ((te.what == transport_error::kind::no_reply || te.what == transport_error::kind::not_sent) && !gave_up)) {
             std::lock_guard lock(mutex_);
             connected_ = false;
         }

@@ -92,6 +92,8 @@ public:
     boost::asio::awaitable<core::tool_result<boost::json::value>> async_call(
         core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov) override;
     core::destination destination_of(core::tool_id const& tool) const override;
+    // Where every request of this client goes (the same for all its tools).
+    core::destination destination() const;
 
     // MCP ping, connecting on demand: succeeds on any JSON-RPC reply (an error reply is an answer
     // too), fails when the server cannot be reached or does not answer within `deadline`.
@@ -119,6 +121,8 @@ public:
 
 private:
     boost::asio::awaitable<core::tool_result<void>> async_ensure_connected();
+    // Era detection and initialize, by the one caller that connects (async_ensure_connected).
+    boost::asio::awaitable<core::tool_result<void>> async_handshake();
     // Reads the tool catalogue again for a call of `uri`; a failure is reported as the call's.
     boost::asio::awaitable<core::tool_result<void>> async_relist_for(std::string const& uri);
     boost::asio::awaitable<transport_result<message>> async_send(std::string method, boost::json::object params,

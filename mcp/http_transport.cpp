@@ -103,6 +103,21 @@ core::result<http_endpoint> parse_http_url(std::string_view text) {
     if (e.target.empty()) e.target = "/";
     if (u.has_query()) e.target += "?" + std::string(u.encoded_query());
     e.host_header = std::string(u.encoded_host_and_port());
+    // What is connected to, and checked against egress, must be what the URL says. Boost.URL 1.81
+    // misreads some authorities: "127.0.0.1.:8080" comes back as the address 127.0.0.1 with no port
+    // at all (so port 80). The authority as written must be the host and port that were read.
+    auto const slashes = text.find("://");
+    auto authority = slashes == std::string_view::npos ? std::string_view() : text.substr(slashes + 3);
+    authority = authority.substr(0, authority.find_first_of("/?#"));
+    if (authority != e.host_header)
+        return core::make_error("invalid_url", "url '" + std::string(text) + "': its host and port '" + std::string(authority) +
+                                                   "' cannot be read exactly; write the host without a trailing '.' and "
+                                                   "an IPv6 host in brackets");
+    // A name with a trailing '.' is absolute in DNS, one without may be completed by the resolver's
+    // search list: they need not be the same host, and egress compares hosts exactly.
+    if (e.host.ends_with('.'))
+        return core::make_error("invalid_url", "url '" + std::string(text) + "': the host '" + e.host +
+                                                   "' ends with '.'; write it without the trailing '.'");
     return e;
 }
 
@@ -416,7 +431,13 @@ struct http_transport::state : std::enable_shared_from_this<state> {
             ++resumptions;
             auto delay = retry_ms ? std::chrono::milliseconds(std::min<std::uint64_t>(*retry_ms, max_resume_delay.count()))
                                   : default_resume_delay;
-            if (clock_type::now() + delay >= deadline) co_return co_await deadline_passed(e, req);
+            if (clock_type::now() + delay >= deadline) {
+                // Said as what happened (the stream broke), not as a deadline that has not passed yet.
+                if (req.method != method::initialize) co_await send_cancelled(req.id);
+                co_return fail(kind::no_reply, "the event stream from " + where() + " ended before the response to " +
+                                                   req.method + (ec ? ": " + describe(ec) : std::string()) +
+                                                   ", and the server's retry delay leaves no time to resume it");
+            }
             asio::steady_timer wait(strand, delay);
             co_await wait.async_wait(as_tuple(use_awaitable));
             auto resumed = co_await resume(last_id, deadline);

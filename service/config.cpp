@@ -1053,6 +1053,11 @@ std::optional<core::remote_destination> parse_remote(reader& r, std::string cons
         }
         d.port = static_cast<std::uint16_t>(p);
     }
+    if (d.host.ends_with('.')) {
+        // Absolute and relative names need not be one host, and upstream URLs refuse the form too.
+        r.fail("invalid_destination", path + " is " + in_quotes(s) + "; write the host without a trailing '.'");
+        return std::nullopt;
+    }
     d.host = lowercase(d.host);
     return d;
 }
@@ -1580,7 +1585,8 @@ loaded load(fs::path const& file, env_lookup const& env) {
         for (auto const& u : c.upstreams) {
             if (!c.egress.permits(u.destination))
                 r.warn("upstream " + u.name + ": its destination " + core::to_string(u.destination) +
-                       " is not in egress, so every call to it will be refused (add it to egress to allow it)");
+                       " is not in egress, so airlock never contacts it and every call to it will be refused "
+                       "(add it to egress to allow it)");
         }
         for (auto const& pc : c.providers) {
             if (pc.kind != provider_kind::scripted && !c.egress.permits(pc.destination))
@@ -1784,7 +1790,7 @@ std::string summary(config const& c) {
             if (!u.http.headers.empty()) o << ", headers: " << u.http.headers.size() << " set";
         }
         o << ", prefix " << to_string(u.prefix) << (u.optional ? ", optional" : "")
-          << (c.egress.permits(u.destination) ? ", egress allowed" : ", egress NOT allowed") << "\n";
+          << (c.egress.permits(u.destination) ? ", egress allowed" : ", egress NOT allowed (never contacted)") << "\n";
     }
     o << "egress      " << c.egress.entries().size() << (c.egress.entries().empty() ? " (nothing may be called)" : "")
       << "\n";

@@ -173,6 +173,20 @@ asio::awaitable<void> async_journal_outcome(std::shared_ptr<core::journal_store>
 // What the effect_done record keeps of a call's result: the result itself, or, when that would not
 // fit in one journal record, its SHA-256 and size. The effect then still reads as landed, and a copy
 // of the output kept by the caller can be matched against the record.
+// A tool result's _meta as the client gets it: the upstream's, unchanged (hosts keep data there, MCP
+// Apps their UI's), but for keys in airlock's own namespace (dev.airlock/...), which only airlock
+// writes: a client can then trust such a key to come from airlock, never from a tool server.
+std::optional<json::object> relayed_meta(std::optional<json::object> const& meta) {
+    if (!meta) return std::nullopt;
+    json::object out = *meta;
+    std::vector<std::string> own;
+    for (auto const& kv : out)
+        if (kv.key().starts_with("dev.airlock/")) own.emplace_back(kv.key());
+    for (auto const& k : own) out.erase(k);
+    if (out.empty() && !meta->empty()) return std::nullopt;
+    return out;
+}
+
 json::value journaled_output(json::object const& result) {
     constexpr std::size_t room = core::max_record_bytes - 4096;  // the rest of the record: key, label
     json::value output = result;
@@ -265,6 +279,19 @@ gateway::gateway(gateway_options options)
     options_.random(key.data(), key.size());
     cursors_.emplace(key);
     if (options_.list_page_size == 0) options_.list_page_size = 1;
+    // Nothing at all goes to a destination egress does not allow: not a handshake, not a listing,
+    // not a ping. Such an upstream is never contacted (a reload with it in egress makes a new gateway).
+    for (auto const& u : options_.upstreams) {
+        auto where = u.client->destination();
+        if (options_.egress.permits(where)) continue;
+        auto& c = catalogues_[u.name];
+        c.refused_by_egress = true;
+        c.failed = true;
+        c.retry_after = std::chrono::steady_clock::time_point::max();
+        spdlog::warn("upstream {}: its destination {} is not in egress; it is never contacted and calls to its tools "
+                     "are refused (add it to egress to use it)",
+                     u.name, core::to_string(where));
+    }
 }
 
 // Registers a downstream request as in flight on an upstream for as long as it is forwarded there.
@@ -413,8 +440,12 @@ bool gateway::sees(gateway_principal const& p, std::string const& server) {
 
 std::vector<gateway_upstream const*> gateway::visible_upstreams(gateway_principal const& p) const {
     std::vector<gateway_upstream const*> out;
-    for (auto const& u : options_.upstreams)
+    std::lock_guard lock(mutex_);
+    for (auto const& u : options_.upstreams) {
+        // An upstream egress refuses is never asked anything, so it offers nothing.
+        if (auto it = catalogues_.find(u.name); it != catalogues_.end() && it->second.refused_by_egress) continue;
         if (sees(p, u.name)) out.push_back(&u);
+    }
     return out;
 }
 
@@ -443,6 +474,7 @@ void gateway::upstream_list_changed(std::string const& server) {
         std::lock_guard lock(mutex_);
         auto& c = catalogues_[server];
         c.retry_after = {};  // re-read on next use
+        ++c.generation;      // and a read under way may have missed the change
         // With no stream to tell, the next read (by whoever needs the tools) is the new baseline:
         // reading now would only load an upstream that may be busy starting up or going away.
         bool const heard = std::ranges::any_of(listeners_, [&](auto const& kv) {
@@ -494,7 +526,9 @@ asio::awaitable<void> gateway::async_reread_tools(std::shared_ptr<gateway> self,
             co_return;
         }
         it->second = false;
-        self->catalogues_[server].retry_after = {};
+        auto& c = self->catalogues_[server];
+        c.retry_after = {};
+        ++c.generation;
     }
 }
 
@@ -554,16 +588,114 @@ void gateway::remove_listener(std::uint64_t id) {
     listeners_.erase(id);
 }
 
-asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_upstream const& up) {
+bool gateway::catalogue_fresh(catalogue const& c, gateway_upstream const& up, std::chrono::steady_clock::time_point now) const {
+    // Fresh until its TTL (retry_after) passes; a failed read waits out its backoff the same way.
+    // A reconnected upstream (a restarted child, a new HTTP session) is read again at once: its
+    // tools are checked against their pins before any call is sent on the new connection.
+    return now < c.retry_after && (c.failed || c.connection == up.client->connection());
+}
+
+void gateway::start_read(gateway_upstream const& up, catalogue& c, asio::any_io_executor const& exec) {
+    if (c.reading || c.refused_by_egress) return;
+    c.reading = true;
+    c.read_started = std::chrono::steady_clock::now();
+    c.late_reported = false;
+    // Posted: mutex_ is held here, and co_spawn may start the read at once, which takes it.
+    asio::post(exec, [exec, self = shared_from_this(), up = &up] {
+        asio::co_spawn(exec, async_read_catalogue(self, up), asio::detached);
+    });
+}
+
+void gateway::start_stale_reads(asio::any_io_executor const& exec) {
     auto now = std::chrono::steady_clock::now();
-    {
-        std::lock_guard lock(mutex_);
+    std::lock_guard lock(mutex_);
+    for (auto const& up : options_.upstreams) {
         auto& c = catalogues_[up.name];
-        // Fresh until its TTL (retry_after) passes; a failed read waits out its backoff the same way.
-        // A reconnected upstream (a restarted child, a new HTTP session) is read again at once: its
-        // tools are checked against their pins before any call is sent on the new connection.
-        if (now < c.retry_after && (c.failed || c.connection == up.client->connection())) co_return c.entries;
+        if (!catalogue_fresh(c, up, now)) start_read(up, c, exec);
     }
+}
+
+bool gateway::passed_over(gateway_upstream const& up) const {
+    std::lock_guard lock(mutex_);
+    auto it = catalogues_.find(up.name);
+    if (it == catalogues_.end()) return false;
+    auto const& c = it->second;
+    if (c.refused_by_egress) return true;
+    // Connected: it answers requests, whatever its tools/list said (a server may serve only resources).
+    if (up.client->connection() != 0) return false;
+    return c.failed || (c.reading && std::chrono::steady_clock::now() >= c.read_started + options_.upstream_wait);
+}
+
+asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_upstream const& up, catalogue_wait wait) {
+    auto here = co_await asio::this_coro::executor;
+    // Reads run on the gateway's executor when it has one: they outlive the caller who began them.
+    auto exec = options_.executor ? options_.executor : here;
+    static auto const none = std::make_shared<std::vector<catalogue_entry> const>();
+    // Bounded: a read outdated by a list_changed is followed by another, but not forever.
+    for (int reads = 0;;) {
+        auto now = std::chrono::steady_clock::now();
+        {
+            std::lock_guard lock(mutex_);
+            auto& c = catalogues_[up.name];
+            if (catalogue_fresh(c, up, now) || c.refused_by_egress) co_return c.entries;
+            if (!c.reading) {
+                if (reads++ == 3) co_return c.entries;
+                start_read(up, c, exec);
+            }
+            if (wait == catalogue_wait::merged) {
+                // Down: its tools are out until a read succeeds, which this one may do meanwhile.
+                if (c.failed) co_return c.entries;
+                // Only due for its TTL re-read, on the connection it was read on and with no change
+                // announced since: still what it serves.
+                if (c.answered && c.listed_generation == c.generation && c.connection == up.client->connection())
+                    co_return c.entries;
+                if (now >= c.read_started + options_.upstream_wait) {
+                    if (!std::exchange(c.late_reported, true))
+                        spdlog::warn("upstream {}: its tools have not been read within {} ms; lists go on without "
+                                     "them until it answers",
+                                     up.name, options_.upstream_wait.count());
+                    co_return none;
+                }
+            }
+        }
+        // Polled, as mcp_client waits for a handshake: reads are rare, and a timer per waiter is simple.
+        asio::steady_timer t(here, std::chrono::milliseconds(10));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+}
+
+asio::awaitable<void> gateway::async_read_catalogue(std::shared_ptr<gateway> self, gateway_upstream const* up) {
+    std::chrono::steady_clock::time_point started;
+    std::uint64_t generation = 0;
+    {
+        std::lock_guard lock(self->mutex_);
+        auto const& c = self->catalogues_[up->name];
+        started = c.read_started;
+        generation = c.generation;
+    }
+    // Whichever way the read ends, the next caller may begin another.
+    struct read_ends {
+        gateway& g;
+        std::string const& name;
+        ~read_ends() {
+            std::lock_guard lock(g.mutex_);
+            g.catalogues_[name].reading = false;
+        }
+    } ends{*self, up->name};
+    try {
+        co_await self->async_read_tools(*up, started, generation);
+    } catch (std::exception const& e) {
+        spdlog::error("upstream {}: reading its tools failed: {}; retrying in {}s", up->name, e.what(), retry_backoff.count());
+        std::lock_guard lock(self->mutex_);
+        auto& c = self->catalogues_[up->name];
+        c.entries = std::make_shared<std::vector<catalogue_entry> const>();
+        c.failed = true;
+        c.retry_after = started + retry_backoff;
+    }
+}
+
+asio::awaitable<void> gateway::async_read_tools(gateway_upstream const& up, std::chrono::steady_clock::time_point now,
+                                                std::uint64_t generation) {
     auto listed = co_await up.client->async_list_tools();
     if (!listed) {
         // One upstream down must not break the others: its tools drop out until it answers again.
@@ -574,7 +706,7 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
         c.entries = std::make_shared<std::vector<catalogue_entry> const>();
         c.failed = true;
         c.retry_after = now + retry_backoff;
-        co_return c.entries;
+        co_return;
     }
     std::vector<catalogue_entry> entries;
     std::size_t first_pins = 0;
@@ -651,11 +783,12 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
     c.entries = std::make_shared<std::vector<catalogue_entry> const>(std::move(entries));
     c.failed = false;
     c.answered = true;
+    c.listed_generation = generation;
     if (!c.announced) c.announced = c.entries;
     c.connection = up.client->connection();
-    // Re-read after the TTL even without list_changed: not every server sends it.
-    c.retry_after = now + catalogue_ttl;
-    auto snapshot = c.entries;
+    // Re-read after the TTL even without list_changed: not every server sends it. A change
+    // announced while this read was under way may not be in it: the next use reads again.
+    c.retry_after = c.generation == generation ? now + catalogue_ttl : std::chrono::steady_clock::time_point{};
     // A change announced while the upstream could not be read is told now that it can be.
     // Posted: mutex_ is held here, and the re-read takes it.
     if (std::exchange(c.announce_pending, false) && options_.executor && !rereads_.contains(up.name)) {
@@ -665,7 +798,6 @@ asio::awaitable<gateway::catalogue_snapshot> gateway::async_catalogue(gateway_up
             asio::co_spawn(exec, async_reread_tools(self, server), asio::detached);
         });
     }
-    co_return snapshot;
 }
 
 asio::awaitable<std::vector<gateway::tools_of_upstream>> gateway::async_tools_by_upstream(std::string principal_name) {
@@ -678,8 +810,12 @@ asio::awaitable<std::vector<gateway::tools_of_upstream>> gateway::async_tools_by
     // counts, listed or not, as it does when a call is resolved.
     std::map<std::string, std::string> first_server;
     std::set<std::string> ambiguous;
+    // Every stale catalogue is read at once, and none is waited for past upstream_wait: one slow
+    // or hung upstream leaves the list without its tools rather than holding up everyone's.
+    auto here = co_await asio::this_coro::executor;
+    start_stale_reads(options_.executor ? options_.executor : here);
     for (auto const& up : options_.upstreams) {
-        auto entries = co_await async_catalogue(up);
+        auto entries = co_await async_catalogue(up, catalogue_wait::merged);
         tools_of_upstream group{up.name, {}};
         for (auto const& e : *entries) {
             auto const* grant = p->grants.grant_for(e.id);
@@ -731,8 +867,14 @@ asio::awaitable<core::result<std::shared_ptr<gateway::catalogue_entry const>>> g
     // Byte-for-byte among the principal's grants: no trimming, no case folding, no near misses.
     std::shared_ptr<catalogue_entry const> found;
     bool const any_unprefixed = std::ranges::any_of(options_.upstreams, [](auto const& u) { return !u.prefixed; });
+    // A prefixed name says which upstream serves it: only that one is waited for (as long as it
+    // takes), and the unprefixed ones, which could expose the same name, no longer than a merged
+    // list waits for them. Other upstreams are not asked at all.
+    auto const named = core::tool_id::from_wire_name(name);
     for (auto const& up : options_.upstreams) {
-        auto entries = co_await async_catalogue(up);
+        bool const owner = up.prefixed && named && named->server() == up.name;
+        if (up.prefixed && !owner) continue;
+        auto entries = co_await async_catalogue(up, owner ? catalogue_wait::own : catalogue_wait::merged);
         for (auto const& e : *entries) {
             if (e.exposed_name != name || !p.grants.grant_for(e.id)) continue;
             if (found && found->id.server() != e.id.server()) {
@@ -944,7 +1086,20 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
         // A granted tool of an upstream that is down is not a policy matter: say it is unreachable
         // (the caller was allowed to know the tool exists) and leave the journal to real refusals.
         if (auto id = core::tool_id::from_wire_name(name); id && p->grants.grant_for(*id)) {
-            if (auto const* down = upstream(id->server()); down && !upstream_available(down->name)) {
+            auto const* down = upstream(id->server());
+            bool refused = false;
+            if (down) {
+                std::lock_guard lock(mutex_);
+                auto it = catalogues_.find(down->name);
+                refused = it != catalogues_.end() && it->second.refused_by_egress;
+            }
+            if (refused) {
+                // Refused as any call to a destination egress does not name is, before anything is sent.
+                auto detail = "upstream " + down->name + ": its destination " + core::to_string(down->client->destination()) +
+                              " is not in egress; it is never contacted";
+                co_return co_await deny(id->uri(), core::deny_reason::destination_not_allowed, detail);
+            }
+            if (down && !upstream_available(down->name)) {
                 spdlog::info("call to {} by {}: upstream {} is unavailable", id->uri(), p->name, down->name);
                 // Refused locally, nothing sent: counted, but it has no upstream latency to observe.
                 if (options_.metrics) options_.metrics->tool_calls.with({id->server(), id->name(), "unreachable"}).inc();
@@ -1049,6 +1204,7 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
         result["content"] = outcome->content;
         if (outcome->structured_content) result["structuredContent"] = *outcome->structured_content;
         if (outcome->is_error) result["isError"] = *outcome->is_error;
+        if (auto meta = relayed_meta(outcome->meta)) result["_meta"] = std::move(*meta);
         json::object done{{"effect_key", key},
                           {"output", journaled_output(result)},
                           {"output_label", {{"trust", "untrusted"}, {"sources", json::array{entry->id.uri()}}}}};
@@ -1311,6 +1467,7 @@ asio::awaitable<mcp::handler_result> gateway::async_list_passthrough(list_kind c
     if (!start) co_return invalid_params(start.error().message);
     std::vector<gateway_upstream const*> ups;
     for (auto const* up : visible_upstreams(p)) {
+        if (passed_over(*up)) continue;  // one that cannot be reached does not hold up the others
         auto known = up->client->server_capabilities();
         if (!known || known->contains(kind.capability)) ups.push_back(up);
     }
@@ -1374,7 +1531,7 @@ constexpr std::string_view resources_key = "resources";
 asio::awaitable<void> gateway::async_refresh(gateway_principal const& p, list_kind const& kind) {
     for (auto const* up : visible_upstreams(p)) {
         auto known = up->client->server_capabilities();
-        if (known && !known->contains(kind.capability)) continue;
+        if ((known && !known->contains(kind.capability)) || passed_over(*up)) continue;
         co_await async_list_all(*up, kind);
     }
 }
@@ -1512,7 +1669,7 @@ asio::awaitable<mcp::handler_result> gateway::async_set_level(gateway_principal 
     bool any = false;
     for (auto const* up : visible_upstreams(p)) {
         auto known = up->client->server_capabilities();
-        if (known && !known->contains("logging")) continue;
+        if ((known && !known->contains("logging")) || passed_over(*up)) continue;
         std::string method = "logging/setLevel";
         auto r = co_await async_forward(*up, std::move(method), params, ctx);
         if (r) {
@@ -1611,14 +1768,11 @@ asio::awaitable<mcp::handler_result> gateway::async_passthrough(mcp::request con
 }
 
 asio::awaitable<void> gateway::async_connect_upstreams() {
-    for (auto const& up : options_.upstreams) {
-        auto c = co_await up.client->async_connect();
-        if (!c) {
-            spdlog::warn("upstream {}: not reachable at start ({}); retried on demand", up.name, c.error().detail);
-            continue;
-        }
-        co_await async_catalogue(up);
-    }
+    // All at once: an upstream that is slow to start (or never answers) delays none of the others.
+    // Each read connects as it lists; a failure is logged there and retried on demand.
+    auto here = co_await asio::this_coro::executor;
+    start_stale_reads(options_.executor ? options_.executor : here);
+    for (auto const& up : options_.upstreams) co_await async_catalogue(up, catalogue_wait::merged);
 }
 
 std::vector<std::pair<std::string, gateway::upstream_state>> gateway::upstream_states() const {
@@ -1626,53 +1780,71 @@ std::vector<std::pair<std::string, gateway::upstream_state>> gateway::upstream_s
     std::lock_guard lock(mutex_);
     for (auto const& up : options_.upstreams) {
         auto it = catalogues_.find(up.name);
-        auto state = it == catalogues_.end() ? upstream_state::unknown
-                     : it->second.failed     ? upstream_state::down
-                     : it->second.answered   ? upstream_state::up
-                                             : upstream_state::unknown;
+        auto state = it == catalogues_.end()          ? upstream_state::unknown
+                     : it->second.refused_by_egress ? upstream_state::refused
+                     : it->second.failed            ? upstream_state::down
+                     : it->second.answered          ? upstream_state::up
+                                                    : upstream_state::unknown;
         out.emplace_back(up.name, state);
     }
     return out;
 }
 
 asio::awaitable<void> gateway::async_probe_upstreams() {
-    auto now = std::chrono::steady_clock::now();
-    for (auto const& up : options_.upstreams) {
-        // async_catalogue answers from its snapshot while it is fresh: only stale ones are read.
-        co_await async_catalogue(up);
-        // A fresh snapshot says nothing of an upstream that has gone away since (an HTTP server is
-        // not watched between requests): one that was up is pinged, at most every few seconds.
-        bool ping = false;
-        {
-            std::lock_guard lock(mutex_);
-            auto& c = catalogues_[up.name];
-            if (!c.failed && c.answered && now >= c.next_ping) {
-                c.next_ping = now + ping_interval;
-                ping = true;
-            }
-        }
-        if (!ping) continue;
-        auto alive = co_await up.client->async_ping(ping_deadline);
-        {
-            // A busy server may miss one ping's deadline: only a second miss in a row counts, while
-            // a server that cannot be reached at all counts at once.
-            std::lock_guard lock(mutex_);
-            auto& c = catalogues_[up.name];
-            if (alive) {
-                c.missed_pings = 0;
-                continue;
-            }
-            if (alive.error().kind == core::tool_error_kind::timed_out && ++c.missed_pings < 2) continue;
-            c.missed_pings = 0;
-        }
-        spdlog::warn("upstream {}: does not answer a ping ({}: {}); its tools are unavailable, retrying in {}s", up.name,
-                     core::to_string(alive.error().kind), alive.error().detail, retry_backoff.count());
-        std::lock_guard lock(mutex_);
-        auto& c = catalogues_[up.name];
-        c.entries = std::make_shared<std::vector<catalogue_entry> const>();
-        c.failed = true;
-        c.retry_after = std::chrono::steady_clock::now() + retry_backoff;
+    // Stale catalogues are read in the background, and every upstream is pinged at the same time:
+    // one that hangs leaves the states of the others up to date.
+    auto here = co_await asio::this_coro::executor;
+    auto exec = options_.executor ? options_.executor : here;
+    start_stale_reads(exec);
+    auto pending = std::make_shared<std::atomic<std::size_t>>(options_.upstreams.size());
+    for (auto const& up : options_.upstreams)
+        asio::co_spawn(exec, async_probe_one(shared_from_this(), &up, pending), asio::detached);
+    while (pending->load() > 0) {
+        asio::steady_timer t(here, std::chrono::milliseconds(10));
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
     }
+}
+
+asio::awaitable<void> gateway::async_probe_one(std::shared_ptr<gateway> self, gateway_upstream const* upstream,
+                                               std::shared_ptr<std::atomic<std::size_t>> pending) {
+    struct counted {
+        std::shared_ptr<std::atomic<std::size_t>> n;
+        ~counted() { --*n; }
+    } done{std::move(pending)};
+    auto const& up = *upstream;
+    auto now = std::chrono::steady_clock::now();
+    // A fresh snapshot says nothing of an upstream that has gone away since (an HTTP server is
+    // not watched between requests): one that was up is pinged, at most every few seconds.
+    bool ping = false;
+    {
+        std::lock_guard lock(self->mutex_);
+        auto& c = self->catalogues_[up.name];
+        if (!c.failed && c.answered && now >= c.next_ping) {
+            c.next_ping = now + ping_interval;
+            ping = true;
+        }
+    }
+    if (!ping) co_return;
+    auto alive = co_await up.client->async_ping(ping_deadline);
+    {
+        // A busy server may miss one ping's deadline: only a second miss in a row counts, while
+        // a server that cannot be reached at all counts at once.
+        std::lock_guard lock(self->mutex_);
+        auto& c = self->catalogues_[up.name];
+        if (alive) {
+            c.missed_pings = 0;
+            co_return;
+        }
+        if (alive.error().kind == core::tool_error_kind::timed_out && ++c.missed_pings < 2) co_return;
+        c.missed_pings = 0;
+    }
+    spdlog::warn("upstream {}: does not answer a ping ({}: {}); its tools are unavailable, retrying in {}s", up.name,
+                 core::to_string(alive.error().kind), alive.error().detail, retry_backoff.count());
+    std::lock_guard lock(self->mutex_);
+    auto& c = self->catalogues_[up.name];
+    c.entries = std::make_shared<std::vector<catalogue_entry> const>();
+    c.failed = true;
+    c.retry_after = std::chrono::steady_clock::now() + retry_backoff;
 }
 
 asio::awaitable<mcp::handler_result> gateway::async_handle(mcp::request req, mcp::request_context& ctx) {

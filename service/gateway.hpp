@@ -15,6 +15,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -59,6 +60,10 @@ struct gateway_options {
     // Items per page of tools/list, resources/list, resources/templates/list and prompts/list, whose
     // cursors (mcp/list_cursor.hpp) say where in the merged list of the upstreams the next page starts.
     std::size_t list_page_size = 100;
+    // How long a merged list (tools/list, the other lists, a call resolving a name another upstream
+    // could also expose) waits for an upstream whose tools are being read, counted from when that
+    // read began: one that has not answered by then is left out, so it never holds up the others.
+    std::chrono::milliseconds upstream_wait{5'000};
     std::function<std::chrono::system_clock::time_point()> clock = [] { return std::chrono::system_clock::now(); };
     std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG; RAND_bytes when empty
     mcp::implementation server_info{"airlock", "0", std::nullopt, std::nullopt};
@@ -112,13 +117,16 @@ public:
     // The journal run of a session or principal, if one was admitted.
     std::optional<std::string> run_of(std::string const& session_id, std::string const& principal) const;
 
-    // Connects every upstream and reads its tool catalogue, so capabilities and pins are known
-    // before the first client asks. Failures are logged; the upstream is retried on demand.
+    // Connects every upstream and reads its tool catalogue, all at once, so capabilities and pins
+    // are known before the first client asks. Returns once each has answered or upstream_wait has
+    // passed; the reads go on. Failures are logged; the upstream is retried on demand.
     boost::asio::awaitable<void> async_connect_upstreams();
 
     // What the gateway knows of each upstream, in configuration order: up when its last catalogue
-    // read succeeded, down when it failed, unknown before the first read ends.
-    enum class upstream_state { unknown, up, down };
+    // read succeeded, down when it failed, unknown before the first read ends, refused when egress
+    // does not allow its destination.
+    // refused: its destination is not in egress, so it is never contacted.
+    enum class upstream_state { unknown, up, down, refused };
     std::vector<std::pair<std::string, upstream_state>> upstream_states() const;
     // Re-reads the catalogues whose TTL (or failure backoff) has passed, so upstream_states()
     // follows upstreams that come and go even when no call touches them.
@@ -146,6 +154,15 @@ private:
         std::uint64_t connection = 0;  // the upstream connection it was read on (mcp_client::connection)
         std::chrono::steady_clock::time_point next_ping{};  // readiness probes ping no sooner
         int missed_pings = 0;                                // in a row, by deadline
+        // One read at a time, run apart from the callers who wait for it: a caller that gives up
+        // does not cut it off, and a hung upstream costs one read, not one per caller.
+        bool reading = false;
+        std::chrono::steady_clock::time_point read_started{};
+        bool late_reported = false;  // this read's passing upstream_wait was logged
+        // Bumped when the tools are known to have changed (list_changed): a read begun before is outdated.
+        std::uint64_t generation = 0;
+        std::uint64_t listed_generation = 0;  // the generation `entries` were read in
+        bool refused_by_egress = false;  // its destination is not in egress: it is never contacted
     };
 
     // A downstream request being served by an upstream: where that upstream's questions and log
@@ -199,7 +216,28 @@ private:
     std::string session_key(mcp::request_context const& ctx, gateway_principal const& p) const;
     // Shared, immutable snapshots: a call resolves its tool without copying every schema.
     using catalogue_snapshot = std::shared_ptr<std::vector<catalogue_entry> const>;
-    boost::asio::awaitable<catalogue_snapshot> async_catalogue(gateway_upstream const& up);
+    // own: the caller needs this upstream's tools (a call of one of them) and waits for its read,
+    // however long it takes. merged: the caller merges several upstreams' tools and waits no longer
+    // than upstream_wait after the read began; an upstream that is down, or only due for its TTL
+    // re-read, answers from what is known at once.
+    enum class catalogue_wait { own, merged };
+    boost::asio::awaitable<catalogue_snapshot> async_catalogue(gateway_upstream const& up,
+                                                               catalogue_wait wait = catalogue_wait::own);
+    // With mutex_ held: whether `c` can be served as it is, without a read.
+    bool catalogue_fresh(catalogue const& c, gateway_upstream const& up, std::chrono::steady_clock::time_point now) const;
+    // With mutex_ held: starts a read of `up`'s tools on `exec` unless one is under way.
+    void start_read(gateway_upstream const& up, catalogue& c, boost::asio::any_io_executor const& exec);
+    // Starts a read of every stale catalogue, so the waits of a merged list overlap.
+    void start_stale_reads(boost::asio::any_io_executor const& exec);
+    static boost::asio::awaitable<void> async_read_catalogue(std::shared_ptr<gateway> self, gateway_upstream const* up);
+    boost::asio::awaitable<void> async_read_tools(gateway_upstream const& up, std::chrono::steady_clock::time_point now,
+                                                  std::uint64_t generation);
+    // Whether a merged list passes over `up` without asking it: refused by egress, or not connected
+    // while its tools read failed or has been under way longer than upstream_wait.
+    bool passed_over(gateway_upstream const& up) const;
+    // One upstream's part of async_probe_upstreams; `pending` counts the parts not yet ended.
+    static boost::asio::awaitable<void> async_probe_one(std::shared_ptr<gateway> self, gateway_upstream const* up,
+                                                        std::shared_ptr<std::atomic<std::size_t>> pending);
     // The entry shares the catalogue it was found in (no copy of the tool's schema per call);
     // nullptr when no granted tool has that name, and an error when two upstreams serve it.
     boost::asio::awaitable<core::result<std::shared_ptr<catalogue_entry const>>> async_resolve(gateway_principal const& p,

@@ -14,6 +14,7 @@ std::string_view to_string(readiness_inputs::upstream_state s) {
     switch (s) {
         case readiness_inputs::upstream_state::up: return "up";
         case readiness_inputs::upstream_state::down: return "down";
+        case readiness_inputs::upstream_state::refused: return "refused";
         case readiness_inputs::upstream_state::unknown: break;
     }
     return "unknown";

@@ -11,7 +11,7 @@
 namespace airlock::service {
 
 struct readiness_inputs {
-    enum class upstream_state { unknown, up, down };
+    enum class upstream_state { unknown, up, down, refused };  // refused: egress does not allow it; never contacted
     struct upstream {
         std::string name;
         bool optional = false;  // `optional: true` in the configuration: reported, never blocking
@@ -29,7 +29,7 @@ struct readiness {
 };
 
 // {"status":"ready"|"not_ready","failed":[...],"checks":{"journal":{"ok":true,"state":"open"},
-//  "draining":{...},"upstream:NAME":{"ok":..,"state":"up|down|unknown"[,"optional":true]}}}
+//  "draining":{...},"upstream:NAME":{"ok":..,"state":"up|down|unknown|refused"[,"optional":true]}}}
 readiness evaluate_readiness(readiness_inputs const& in);
 
 // 200 {"status":"ok"} for GET and HEAD; 405 otherwise.

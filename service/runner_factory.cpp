@@ -68,6 +68,8 @@ asio::awaitable<std::vector<core::model_tool>> runner_tools::async_catalogue(cor
     for (auto const& server : servers) {
         auto it = now->clients.find(server);
         if (it == now->clients.end()) continue;
+        // Not even a listing goes to a destination egress does not allow (its calls would be refused).
+        if (!now->router->allowlist().permits(it->second->destination())) continue;
         auto listed = co_await it->second->async_list_tools();
         if (!listed) {
             spdlog::warn("upstream {}: cannot list tools for the model ({})", server, listed.error().detail);

@@ -616,6 +616,7 @@ readiness_inputs readiness_of(ops_state& s) {
         readiness_inputs::upstream u{name, optional[name], readiness_inputs::upstream_state::unknown};
         if (state == gateway::upstream_state::up) u.state = readiness_inputs::upstream_state::up;
         if (state == gateway::upstream_state::down) u.state = readiness_inputs::upstream_state::down;
+        if (state == gateway::upstream_state::refused) u.state = readiness_inputs::upstream_state::refused;
         in.upstreams.push_back(std::move(u));
     }
     return in;

@@ -6,8 +6,14 @@
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/with_client.hpp"
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/json/serialize.hpp>
 #include <catch2/catch.hpp>
@@ -176,4 +182,58 @@ TEST_CASE("an upstream tool name holding \"__\", as another gateway's server__to
     CHECK(*back == *id);
     CHECK(airlock::mcp::airlock_tool_name("a___b").value() == "a_._b");
     CHECK_FALSE(airlock::mcp::airlock_tool_name("__hidden").has_value());  // a leading '_' stays unrepresentable
+}
+
+TEST_CASE("calls cancelled before or during the handshake leave the client free to connect, and later calls share one session") {
+    asio::io_context ioc;
+    mcp::stdio_options so;
+    so.server_name = "everything";
+    so.argv = {peers::node(), peers::everything(), "stdio"};
+    so.stdin_close_grace = std::chrono::milliseconds(500);
+    so.sigterm_grace = std::chrono::milliseconds(500);
+    mcp::client_options co;
+    co.server_name = "everything";
+    co.kind = mcp::transport_kind::stdio;
+    // Short, so a handshake left marked as under way shows as "connect timed out" soon.
+    co.connect_deadline = std::chrono::seconds(5);
+    co.call_deadline = std::chrono::seconds(20);
+    mcp::mcp_client c(std::make_unique<mcp::stdio_transport>(ioc.get_executor(), so), co);
+    std::optional<core::tool_result<mcp::call_tool_result>> after;
+    int ended = 0;
+    std::uint64_t connection = 0;
+    with_client(ioc, c, [&]() -> asio::awaitable<void> {
+        auto exec = co_await asio::this_coro::executor;
+        // Cancelled at once (before the handshake can begin), then at moments inside it.
+        for (int delay_ms : {0, 0, 1, 2, 5, 10, 20, 40}) {
+            asio::cancellation_signal cancel;
+            bool done = false;
+            auto tool = id("tool://everything/echo");
+            boost::json::value args = {{"message", "cut off"}};
+            auto on_end = [&](std::exception_ptr, core::tool_result<mcp::call_tool_result>) {
+                done = true;
+                ++ended;
+            };
+            asio::co_spawn(exec, c.async_call_tool(tool, args, std::nullopt),
+                           asio::bind_cancellation_slot(cancel.slot(), on_end));
+            if (delay_ms > 0) {
+                asio::steady_timer t(exec, std::chrono::milliseconds(delay_ms));
+                co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            }
+            cancel.emit(asio::cancellation_type::terminal);
+            while (!done) {
+                asio::steady_timer t(exec, std::chrono::milliseconds(5));
+                co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            }
+        }
+        auto tool = id("tool://everything/echo");
+        boost::json::value args = {{"message", "after the cancellations"}};
+        after = co_await c.async_call_tool(tool, args, std::nullopt);
+        connection = c.connection();
+    });
+    CHECK(ended == 8);
+    CHECK(connection == 1);  // one handshake: no cancelled caller made the next one start another
+    REQUIRE(after.has_value());
+    INFO((after->has_value() ? std::string() : after->error().detail));
+    REQUIRE(after->has_value());
+    CHECK_THAT(std::string((*after)->content.at(0).at("text").as_string()), Catch::Contains("after the cancellations"));
 }

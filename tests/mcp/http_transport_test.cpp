@@ -491,6 +491,43 @@ TEST_CASE("an explicit port, an IPv6 literal and a query are kept as the URL wri
     CHECK(e->host_header == "[::1]:8931");
 }
 
+TEST_CASE("a URL's host and port are read exactly as written, or the URL is refused naming it") {
+    struct expected {
+        char const* url;
+        char const* host;
+        std::uint16_t port;
+        char const* host_header;
+    };
+    // Explicit and implicit ports, IPv4, names, IPv6 in brackets.
+    for (auto const& x : {expected{"http://127.0.0.1:8080/mcp", "127.0.0.1", 8080, "127.0.0.1:8080"},
+                          expected{"http://127.0.0.1/mcp", "127.0.0.1", 80, "127.0.0.1"},
+                          expected{"https://127.0.0.1/mcp", "127.0.0.1", 443, "127.0.0.1"},
+                          expected{"http://tools.example.com:9/mcp", "tools.example.com", 9, "tools.example.com:9"},
+                          expected{"http://[::1]:9/mcp", "::1", 9, "[::1]:9"},
+                          expected{"https://[::1]/mcp", "::1", 443, "[::1]"},
+                          expected{"http://[2001:db8::7]:65535", "2001:db8::7", 65535, "[2001:db8::7]:65535"}}) {
+        INFO(x.url);
+        auto e = parse_http_url(x.url);
+        REQUIRE(e.has_value());
+        CHECK(e->host == x.host);
+        CHECK(e->port == x.port);
+        CHECK(e->host_header == x.host_header);
+    }
+    // A trailing '.' (which Boost.URL 1.81 reads as 127.0.0.1 without the port), an empty, zero or
+    // too large port, an IPv6 host without brackets: refused, never read as another host or port.
+    for (auto const* url : {"http://127.0.0.1.:8080/mcp", "http://127.0.0.1./mcp", "http://127.0.0.1.:/mcp",
+                            "http://tools.example.com.:8080/mcp", "https://tools.example.com./mcp", "http://h:/x",
+                            "http://h:0/x", "http://h:65536/x", "http://::1:9/mcp", "http://[::1/mcp"}) {
+        INFO(url);
+        auto e = parse_http_url(url);
+        REQUIRE_FALSE(e.has_value());
+        CHECK(e.error().code == "invalid_url");
+        CHECK_THAT(e.error().message, Catch::Contains(url));
+    }
+    auto dotted = parse_http_url("http://127.0.0.1.:8080/mcp");
+    CHECK_THAT(dotted.error().message, Catch::Contains("'127.0.0.1.:8080'") && Catch::Contains("trailing '.'"));
+}
+
 TEST_CASE("a URL with another scheme or with credentials in it is refused") {
     CHECK_FALSE(parse_http_url("ftp://example.com/mcp").has_value());
     auto r = parse_http_url("https://user:hunter2@example.com/mcp");
@@ -740,6 +777,30 @@ TEST_CASE("a legacy stream that drops before the response is resumed with Last-E
     CHECK(get->header("Mcp-Session-Id") == std::optional<std::string>("sess-1"));
 }
 
+TEST_CASE("a legacy stream reset when the server's retry delay outlasts the deadline fails at once, saying it broke") {
+    fake_server server([](peer& p, seen_request const& r) {
+        if (r.rpc_method() == "initialize") return answer_initialize(p, r);
+        if (r.rpc_method() != "tools/call") return p.send(accepted);
+        p.send(sse_head() + chunk("retry: 60000\n" + event(progress_note("tok", 1), "e1")));
+        std::this_thread::sleep_for(50ms);
+        linger l{1, 0};  // a reset, not an orderly close
+        ::setsockopt(p.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        return false;
+    });
+    asio::io_context ioc;
+    http_transport t(ioc.get_executor(), options_for(server.url()));
+    initialize(ioc, t);
+    request_options o;
+    o.deadline = 20s;
+    auto started = std::chrono::steady_clock::now();
+    auto r = run(ioc, t.async_request(make_request(7, "tools/call", {{"name", "x"}}), o));
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().what == kind::no_reply);
+    CHECK_THAT(r.error().detail, Catch::Contains("ended before the response") && Catch::Contains("reset") &&
+                                     Catch::Contains("no time to resume"));
+    CHECK(std::chrono::steady_clock::now() - started < 5s);
+}
+
 // ================================================================ the modern era
 
 TEST_CASE("a modern request carries MCP-Protocol-Version, Mcp-Method and Mcp-Name, and no session id") {
@@ -847,6 +908,35 @@ TEST_CASE("a server that closes the connection after reading the request is no_r
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().what == kind::no_reply);
     CHECK(server.requests().size() == 1);
+}
+
+TEST_CASE("a server that resets the connection, before or after answering part of it, fails the request at once") {
+    // SO_LINGER 0: the close is a reset (RST), as from a server that crashed mid-request.
+    auto reset = [](peer& p) {
+        linger l{1, 0};
+        ::setsockopt(p.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        return false;
+    };
+    for (int variant = 0; variant < 3; ++variant) {
+        INFO("variant " << variant);
+        fake_server server([&](peer& p, seen_request const&) {
+            if (variant == 1) p.send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"");
+            if (variant == 2) p.send("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: message\r\n");
+            std::this_thread::sleep_for(50ms);
+            return reset(p);
+        });
+        asio::io_context ioc;
+        http_transport t(ioc.get_executor(), options_for(server.url()));
+        request_options ro;
+        ro.deadline = 20s;
+        auto started = std::chrono::steady_clock::now();
+        auto r = run(ioc, t.async_request(make_request(1, "tools/call", {{"name", "x"}}), ro));
+        auto took = std::chrono::steady_clock::now() - started;
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().what == kind::no_reply);
+        CHECK_THAT(r.error().detail, Catch::Contains("reset") || Catch::Contains("broke off") || Catch::Contains("ended"));
+        CHECK(took < 5s);  // not at the 20 s deadline
+    }
 }
 
 TEST_CASE("an address the egress check refuses is never connected to") {

@@ -670,6 +670,28 @@ TEST_CASE("a malformed egress entry is refused naming its index") {
     CHECK_THAT(first_problem(w.config("egress: ['https://example.com/api']\n")), Catch::Contains("path"));
 }
 
+TEST_CASE("a host with a trailing dot is refused in an egress entry and in an upstream url, naming it") {
+    workspace w;
+    for (auto const* entry : {"http://127.0.0.1.:8080", "https://api.example.com.", "http://api.example.com.:80/"}) {
+        INFO(entry);
+        auto file = w.config(std::string("egress:\n  - ") + entry + "\n");
+        CHECK(first_code(file) == "invalid_destination");
+        CHECK_THAT(first_problem(file), Catch::Contains("egress[0]") && Catch::Contains(entry) &&
+                                            Catch::Contains("trailing '.'"));
+    }
+    for (auto const* url : {"http://127.0.0.1.:8080/mcp", "https://mcp.example.com./mcp"}) {
+        INFO(url);
+        auto file = w.config(std::string("upstreams:\n  - name: docs\n    url: ") + url + "\n");
+        CHECK(first_code(file) == "invalid_url");
+        CHECK_THAT(first_problem(file), Catch::Contains("upstreams[0].url") && Catch::Contains(url));
+    }
+    // Brackets and ports as written still work.
+    auto c = load_config(w.config("egress:\n  - http://[::1]:9000\n  - http://127.0.0.1\n"), test_env());
+    REQUIRE(c);
+    CHECK(c->egress.permits(core::remote_destination{"http", "::1", 9000}));
+    CHECK(c->egress.permits(core::remote_destination{"http", "127.0.0.1", 80}));
+}
+
 TEST_CASE("a wildcard egress entry is refused with the allowlist's reason") {
     workspace w;
     auto file = w.config("egress:\n  - https://*.example.com\n");

@@ -107,7 +107,8 @@ TEST_CASE("a required upstream that cannot start keeps readyz at 503 naming it, 
                             << "upstreams:\n  - name: everything\n    stdio: { argv: [\"" << peers::node() << "\", \""
                             << peers::everything() << "\", stdio] }\n"
                             << "  - name: broken\n    stdio: { argv: [/nonexistent/secret-path/server] }\n"
-                            << "egress:\n  - process: \"" << peers::node() << "\"\n"
+                            // Allowed, so airlock tries to start it (one egress refuses is never started).
+                            << "egress:\n  - process: \"" << peers::node() << "\"\n  - process: /nonexistent/secret-path/server\n"
                             << "principals:\n  - name: alice\n    token_file: alice.token\n    manifest: alice.yaml\n";
     child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
     auto port = wait_listening(airlock);

@@ -71,4 +71,23 @@ raw_response modern_post(std::uint16_t port, std::string const& token, std::stri
     return raw_http(port, modern_request(port, token, method, name, params));
 }
 
+raw_response legacy_post(std::uint16_t port, std::string const& token, std::string const& session,
+                         std::string const& body) {
+    std::string head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nAuthorization: Bearer " +
+                       token +
+                       "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                       "MCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n";
+    if (!session.empty()) head += "Mcp-Session-Id: " + session + "\r\n";
+    return raw_http(port, head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+std::string legacy_session(std::uint16_t port, std::string const& token) {
+    auto init = legacy_post(port, token, "",
+                            R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
+                            R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
+    auto at = init.head.find("Mcp-Session-Id: ");
+    if (init.status != 200 || at == std::string::npos) return {};
+    return init.head.substr(at + 16, init.head.find("\r\n", at) - at - 16);
+}
+
 }  // namespace airlock::testing

@@ -26,6 +26,11 @@ raw_response http_get(std::uint16_t port, std::string const& path);
 // goes in Mcp-Name.
 raw_response modern_post(std::uint16_t port, std::string const& token, std::string const& method,
                          std::string const& name, std::string const& params);
+// A 2025-11-25 POST to /mcp with a bearer token, on the session `session` (none when empty).
+raw_response legacy_post(std::uint16_t port, std::string const& token, std::string const& session,
+                         std::string const& body);
+// initialize over legacy_post; the session id the server assigned, empty when it answered otherwise.
+std::string legacy_session(std::uint16_t port, std::string const& token);
 // The bytes modern_post sends.
 std::string modern_request(std::uint16_t port, std::string const& token, std::string const& method,
                            std::string const& name, std::string const& params);
