@@ -588,6 +588,7 @@ struct ops_state {
 readiness_inputs readiness_of(ops_state& s) {
     readiness_inputs in;
     in.journal_open = s.sv->journal->is_open();
+    if (auto fault = s.sv->journal->write_fault()) in.journal_fault = fault->code == "io_error" ? "write_failed" : fault->code;
     in.draining = s.life->draining();
     std::map<std::string, bool> optional;
     {
@@ -605,6 +606,9 @@ readiness_inputs readiness_of(ops_state& s) {
 
 asio::awaitable<void> async_probe(std::shared_ptr<ops_state> s) {
     try {
+        // A journal that failed an append is tried again here: with no traffic sent to an unready
+        // server, no append would come to find that it recovered.
+        co_await s->sv->journal->async_probe_write();
         auto gw = s->sv->backend->current();
         co_await gw->async_probe_upstreams();
     } catch (std::exception const& e) {
@@ -795,11 +799,18 @@ int run_serve(std::vector<std::string> const& args) {
     http_options.refusal_body = mcp_refusal_body();
     http_server server(ioc, http_options, observe_requests(make_mcp_handler(endpoint, routes), observer));
     // Gauges whose truth lives elsewhere are read when Prometheus scrapes.
-    metrics->on_scrape([&server, endpoint, backend = sv->backend](airlock_metrics& m) {
+    metrics->on_scrape([&server, endpoint, backend = sv->backend,
+                        journal = std::weak_ptr<store::lmdb_store>(sv->journal)](airlock_metrics& m) {
         m.active_connections.with({}).set(static_cast<std::int64_t>(server.active_connections()));
         m.active_sessions.with({}).set(static_cast<std::int64_t>(endpoint->session_count()));
         for (auto const& [name, state] : backend->current()->upstream_states())
             m.upstream_up.with({name}).set(state == gateway::upstream_state::up ? 1 : 0);
+        // Weak: the journal's commit observer holds the metrics, so a strong hold here would be a cycle.
+        if (auto j = journal.lock()) {
+            auto use = j->map_usage();
+            m.journal_map_used.with({}).set(static_cast<std::int64_t>(use.used_bytes));
+            m.journal_map_size.with({}).set(static_cast<std::int64_t>(use.map_size));
+        }
     });
     try {
         server.listen();

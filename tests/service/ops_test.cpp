@@ -2,6 +2,7 @@
 // log, from the real binary with a real upstream and the official SDK client driving traffic.
 #include "tests/service/sidecar_deployment.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/file_text.hpp"
 #include "tests/support/gateway_deployment.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/node_peers.hpp"
@@ -141,6 +142,57 @@ TEST_CASE("an upstream marked optional that cannot start leaves airlock ready") 
     auto check = json::parse(r.body).at("checks").at("upstream:broken");
     CHECK(check.at("optional") == true);
     CHECK(check.at("ok") == true);
+}
+
+TEST_CASE("while the journal's map is full readyz is 503 naming map_full, the log names journal.map_size, and metrics show the map's use") {
+    deployment d;
+    {
+        // The smallest map airlock accepts, which a few calls with large arguments fill.
+        auto text = file_text(d.config);
+        auto at = text.find("journal: { dir: journal }");
+        REQUIRE(at != std::string::npos);
+        text.replace(at, 25, "journal: { dir: journal, map_size: 1MiB }");
+        std::ofstream(d.config) << text;
+    }
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    REQUIRE(readyz_until(port, 200).status == 200);
+    auto before = http_get(port, "/metrics");
+    CHECK(sample(before.body, "airlock_journal_map_size_bytes") == 1024 * 1024);
+    CHECK(sample(before.body, "airlock_journal_map_used_bytes") > 0);
+    CHECK(sample(before.body, "airlock_journal_map_used_bytes") < 512 * 1024);
+
+    std::string const message(60 * 1024, 'm');
+    std::string const call = R"("name":"everything__echo","arguments":{"message":")" + message + R"("},)";
+    bool unavailable = false;
+    for (int i = 0; i < 40 && !unavailable; ++i) {
+        auto r = modern_post(port, alice_token, "tools/call", "everything__echo", call);
+        REQUIRE(r.status == 200);
+        unavailable = r.body.find("the journal is unavailable") != std::string::npos;
+    }
+    REQUIRE(unavailable);
+
+    auto ready = http_get(port, "/readyz");
+    INFO(ready.body);
+    CHECK(ready.status == 503);
+    auto body = json::parse(ready.body).as_object();
+    CHECK(body.at("failed").as_array() == json::array{"journal"});
+    CHECK(body.at("checks").at("journal").at("ok") == false);
+    CHECK(body.at("checks").at("journal").at("state") == "map_full");
+    // The probe /readyz starts finds no room either (nothing freed any): still not ready.
+    std::this_thread::sleep_for(1200ms);
+    CHECK(http_get(port, "/readyz").status == 503);
+    std::this_thread::sleep_for(200ms);
+    auto still = http_get(port, "/readyz");
+    CHECK(still.status == 503);
+    CHECK(still.body.find("map_full") != std::string::npos);
+
+    auto scrape = http_get(port, "/metrics");
+    CHECK(sample(scrape.body, "airlock_journal_map_used_bytes") > 0.9 * 1024 * 1024);
+    CHECK(sample(scrape.body, "airlock_journal_map_used_bytes") <= 1024 * 1024);
+    auto err = airlock.stderr_text();
+    CHECK_THAT(err, Catch::Contains("journal.map_size"));
+    CHECK(err.find("store.map_size") == std::string::npos);
 }
 
 TEST_CASE("metrics after real gateway traffic pass promtool and show calls, denials, routes and the journal") {
