@@ -356,7 +356,8 @@ std::vector<std::string> restart_only_changes(config const& before, config const
     if (a.threads != b.threads) out.push_back("server.threads");
     if (a.busy_poll != b.busy_poll) out.push_back("server.busy_poll");
     if (a.header_limit != b.header_limit || a.body_limit != b.body_limit || a.read_timeout != b.read_timeout ||
-        a.idle_timeout != b.idle_timeout || a.max_connections != b.max_connections)
+        a.idle_timeout != b.idle_timeout || a.max_connections != b.max_connections ||
+        a.max_connections_per_client != b.max_connections_per_client)
         out.push_back("server limits and timeouts");
     if (a.allowed_hosts != b.allowed_hosts || a.allowed_origins != b.allowed_origins) out.push_back("server.allowed_hosts/allowed_origins");
     if (a.trusted_proxies != b.trusted_proxies || a.forwarded_header != b.forwarded_header)
@@ -797,6 +798,12 @@ int run_serve(std::vector<std::string> const& args) {
     http_options.on_refused = observe_refusals(observer);
     // An MCP client shows a JSON-RPC error; a 413 or 431 with another body shape reads as garbage.
     http_options.refusal_body = mcp_refusal_body();
+    // Probes and scrapes are answered even with every connection taken (a reserved slot; see
+    // docs/operations.md): an orchestrator that cannot probe restarts a server that is only busy.
+    http_options.served_over_capacity = [](std::string_view target) {
+        auto path = target.substr(0, target.find('?'));
+        return path == "/healthz" || path == "/readyz" || path == "/metrics";
+    };
     http_server server(ioc, http_options, observe_requests(make_mcp_handler(endpoint, routes), observer));
     // Gauges whose truth lives elsewhere are read when Prometheus scrapes.
     metrics->on_scrape([&server, endpoint, backend = sv->backend,

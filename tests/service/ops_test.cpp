@@ -1,5 +1,6 @@
 // airlock as operators see it: /healthz, /readyz, /metrics (checked by promtool) and the request
 // log, from the real binary with a real upstream and the official SDK client driving traffic.
+#include "tests/service/endpoint_test_client.hpp"
 #include "tests/service/sidecar_deployment.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/file_text.hpp"
@@ -193,6 +194,33 @@ TEST_CASE("while the journal's map is full readyz is 503 naming map_full, the lo
     auto err = airlock.stderr_text();
     CHECK_THAT(err, Catch::Contains("journal.map_size"));
     CHECK(err.find("store.map_size") == std::string::npos);
+}
+
+TEST_CASE("one client holding more idle connections than max_connections locks nobody out: calls and probes are served") {
+    deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    REQUIRE(readyz_until(port, 200).status == 200);
+    // The default max_connections is 1024: more than that, from one address (127.0.0.2), idle.
+    std::vector<raw_connection> flood;
+    for (int i = 0; i < 1100; ++i) flood.push_back(raw_connection::tcp(port, "127.0.0.2"));
+    // Its share is a quarter of max_connections; what is past it was closed or refused.
+    double open = -1;
+    for (int i = 0; i < 100; ++i) {
+        auto scrape = http_get(port, "/metrics");
+        open = sample(scrape.body, "airlock_active_connections");
+        if (scrape.status == 200 && open >= 0 && open <= 256 + 2 + 1) break;
+        std::this_thread::sleep_for(100ms);
+    }
+    CHECK(open <= 256 + 2 + 1);
+    std::string const sum = R"("name":"everything__get-sum","arguments":{"a":2,"b":3},)";
+    for (int i = 0; i < 3; ++i) {
+        CHECK(http_get(port, "/healthz").status == 200);
+        CHECK(http_get(port, "/readyz").status == 200);
+        auto call = modern_post(port, alice_token, "tools/call", "everything__get-sum", sum);
+        CHECK(call.status == 200);
+        CHECK_THAT(call.body, Catch::Contains("The sum of 2 and 3 is 5."));
+    }
 }
 
 TEST_CASE("metrics after real gateway traffic pass promtool and show calls, denials, routes and the journal") {
