@@ -128,7 +128,7 @@ struct admission {
 // Error codes stores return: record_too_large, sealed, duplicate_effect, not_admitted (first record
 // is not run_admitted, or a run is admitted twice), unknown_run, empty_append, invalid_record
 // (effect_started without an effect_key, run_sealed without a terminal status), invalid_status (seal
-// with a status that is not terminal), map_full, io_error, corrupt, closed.
+// with a status that is not terminal), map_full, disk_full, io_error, corrupt, closed.
 class journal_store {
 public:
     virtual ~journal_store() = default;

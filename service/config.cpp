@@ -111,6 +111,7 @@ http_server_options to_http_server_options(server_config const& s) {
     o.read_timeout = s.read_timeout;
     o.idle_timeout = s.idle_timeout;
     o.max_connections = s.max_connections;
+    o.max_connections_per_client = s.max_connections_per_client;
     o.unix_socket = s.unix_socket;
     o.unix_socket_mode = s.unix_socket_mode;
     if (s.tls) o.tls = http_tls_files{s.tls->cert_file, s.tls->key_file};
@@ -465,7 +466,7 @@ void read_sessions(reader& r, YAML::Node const& n, session_limits& s) {
 void read_server(reader& r, YAML::Node const& n, server_config& s) {
     std::string const p = "server";
     if (!r.mapping(n, p, {"listen", "unix_socket", "unix_socket_mode", "threads", "header_limit", "body_limit",
-                          "read_timeout", "idle_timeout", "max_connections", "tls", "allowed_origins",
+                          "read_timeout", "idle_timeout", "max_connections", "max_connections_per_client", "tls", "allowed_origins",
                           "allowed_hosts", "trusted_proxies", "forwarded_header", "drain_grace", "sse_keep_alive", "input_request_ttl",
                           "list_page_size", "sessions", "busy_poll"}))
         return;
@@ -526,6 +527,20 @@ void read_server(reader& r, YAML::Node const& n, server_config& s) {
     }
     if (auto const v = n["max_connections"]) {
         if (auto c = r.count(v, p + ".max_connections", 1, 1'000'000)) s.max_connections = *c;
+    }
+    // A quarter by default: one client (a script gone wrong, or someone holding connections open to
+    // lock others out) fills at most that, and a proxy in front that speaks for everyone is
+    // trusted_proxies, which the cap leaves alone.
+    s.max_connections_per_client = std::max<std::size_t>(1, s.max_connections / 4);
+    if (auto const v = n["max_connections_per_client"]) {
+        if (auto c = r.count(v, p + ".max_connections_per_client", 1, 1'000'000)) {
+            if (*c > s.max_connections)
+                r.fail("invalid_value", p + ".max_connections_per_client is " + std::to_string(*c) +
+                                            "; it must not exceed " + p + ".max_connections (" +
+                                            std::to_string(s.max_connections) + ")");
+            else
+                s.max_connections_per_client = *c;
+        }
     }
     if (auto const v = n["tls"]) {
         auto tp = p + ".tls";
@@ -1754,7 +1769,7 @@ std::string summary(config const& c) {
     }
     o << " (" << (s.tls ? "TLS, " : "") << "threads: " << (s.threads ? std::to_string(s.threads) : "one per core");
     if (s.busy_poll.count() > 0) o << ", busy poll: " << s.busy_poll.count() << " us";
-    o << ", max connections: " << s.max_connections << ")\n";
+    o << ", max connections: " << s.max_connections << ", " << s.max_connections_per_client << " per client)\n";
     o << "proxies     "
       << (s.trusted_proxies.empty() ? std::string("none trusted (X-Forwarded-For and Forwarded are ignored)") : "trusted: ");
     for (std::size_t i = 0; i < s.trusted_proxies.size(); ++i) o << (i ? ", " : "") << s.trusted_proxies[i];

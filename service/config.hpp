@@ -69,6 +69,9 @@ struct server_config {
     std::chrono::milliseconds read_timeout{30'000};
     std::chrono::milliseconds idle_timeout{60'000};
     std::size_t max_connections = 1024;
+    // Connections one client address may hold at once; a quarter of max_connections unless set.
+    // Trusted proxies and unix-socket peers are not held to it (they stand for many clients).
+    std::size_t max_connections_per_client = 256;
     std::optional<tls_files> tls;
     std::vector<std::string> allowed_origins;  // "scheme://host[:port]", lowercased; empty: the endpoint's default
     std::vector<std::string> allowed_hosts;    // Host header values, lowercased; empty: the endpoint's default

@@ -50,7 +50,9 @@ readiness evaluate_readiness(readiness_inputs const& in) {
         checks[name] = std::move(c);
         if (!ok) out.failed.push_back(std::move(name));
     };
-    check("journal", in.journal_open, in.journal_open ? "open" : "closed");
+    // A journal that is open but cannot take appends fails every call: not ready, naming why.
+    check("journal", in.journal_open && in.journal_fault.empty(),
+          !in.journal_open ? "closed" : in.journal_fault.empty() ? "open" : std::string_view(in.journal_fault));
     check("draining", !in.draining, in.draining ? "draining" : "serving");
     for (auto const& u : in.upstreams) {
         bool up = u.state == readiness_inputs::upstream_state::up;

@@ -1,6 +1,6 @@
 #pragma once
 // GET /healthz (the process is alive and serving) and GET /readyz (it should be sent traffic: the
-// journal is open, every required upstream answers, it is not draining). Both are unauthenticated;
+// journal is open and takes appends, every required upstream answers, it is not draining). Both are unauthenticated;
 // their bodies name checks and states only, never addresses, paths or errors.
 
 #include "service/http_server.hpp"
@@ -18,6 +18,8 @@ struct readiness_inputs {
         upstream_state state = upstream_state::unknown;
     };
     bool journal_open = false;
+    // Why appends fail now: "map_full", "disk_full" or "write_failed"; empty while they succeed.
+    std::string journal_fault;
     bool draining = false;
     std::vector<upstream> upstreams;
 };
@@ -28,7 +30,7 @@ struct readiness {
     std::string body;                 // the JSON /readyz answers
 };
 
-// {"status":"ready"|"not_ready","failed":[...],"checks":{"journal":{"ok":true,"state":"open"},
+// {"status":"ready"|"not_ready","failed":[...],"checks":{"journal":{"ok":true,"state":"open|closed|map_full|disk_full|write_failed"},
 //  "draining":{...},"upstream:NAME":{"ok":..,"state":"up|down|unknown|refused"[,"optional":true]}}}
 readiness evaluate_readiness(readiness_inputs const& in);
 

@@ -9,6 +9,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/basic_stream.hpp>
@@ -36,7 +37,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <algorithm>
 #include <list>
+#include <unordered_map>
 #include <mutex>
 
 namespace airlock::service {
@@ -95,6 +98,51 @@ std::string_view request_line_target(std::string_view bytes) {
     return line.substr(first + 1, second - first - 1);
 }
 
+// A request whose framing the server does not read as its sender meant, refused before its body is
+// read. Transfer-Encoding in HTTP/1.0 (which has none), beside Content-Length (two lengths that a
+// proxy and airlock could each take differently: how requests are smuggled), or without chunked
+// as its last coding, once (the body's end cannot be known): 400, as RFC 9112 asks. A coding
+// other than chunked before it (gzip, deflate, ...): 501, since none is decoded, and a body still
+// gzipped would otherwise be read as the JSON it encodes. nullopt for chunked alone, a length, or neither.
+struct framing_refusal {
+    http::status status;
+    std::string_view code;
+    std::string_view message;
+};
+
+std::optional<framing_refusal> refuse_framing(http_request const& req) {
+    std::vector<std::string_view> codings;
+    bool any = false;
+    for (auto const& f : req) {
+        if (f.name() != http::field::transfer_encoding) continue;
+        any = true;
+        std::string_view list(f.value().data(), f.value().size());
+        while (!list.empty()) {
+            auto comma = list.find(',');
+            auto coding = list.substr(0, comma);
+            list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+            while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+            while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+            if (!coding.empty()) codings.push_back(coding);
+        }
+    }
+    if (!any) return std::nullopt;
+    constexpr auto bad = http::status::bad_request;
+    if (req.version() < 11)
+        return framing_refusal{bad, "bad_transfer_encoding", "HTTP/1.0 has no Transfer-Encoding; send Content-Length"};
+    if (req.find(http::field::content_length) != req.end())
+        return framing_refusal{bad, "bad_transfer_encoding",
+                               "the request carries both Content-Length and Transfer-Encoding; send one of them"};
+    auto is_chunked = [](std::string_view c) { return beast::iequals(c, "chunked"); };
+    if (codings.empty() || !is_chunked(codings.back()) || std::count_if(codings.begin(), codings.end(), is_chunked) != 1)
+        return framing_refusal{bad, "bad_transfer_encoding", "Transfer-Encoding must end with chunked, named once"};
+    if (codings.size() > 1)
+        return framing_refusal{http::status::not_implemented, "unsupported_transfer_coding",
+                               "no transfer coding but chunked is read; send the body with Transfer-Encoding: chunked "
+                               "alone, or with Content-Length"};
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view client_address(http_request const& req) {
@@ -112,7 +160,8 @@ using tls_stream = beast::ssl_stream<plain_stream>;
 
 [[noreturn]] void fail(boost::system::error_code ec, std::string const& what) { throw boost::system::system_error(ec, what); }
 
-// What stop() may do to a connection. Touched only on the connection's strand.
+// What stop() may do to a connection. Touched only on the connection's strand, but for the
+// atomics, which the accept path reads to choose an idle connection to close.
 struct connection {
     enum class phase { reading, handling, streaming };
 
@@ -124,6 +173,15 @@ struct connection {
     std::function<void()> cancel_io;  // cancels the socket's pending operations; empty once the socket is gone
     asio::steady_timer stop_timer;    // cancelled by stop() to end a long-lived stream
     std::string peer;                 // the peer's IP address, or "unix"
+    std::string client_key;           // what the per-client cap counts it under; empty: not counted
+    bool over_capacity = false;       // in a reserved slot: one request, and only those served over capacity
+    std::string refusal;              // over capacity: what its 503 says
+    // Waiting for the first byte of a request, nothing of it read: closing it loses nothing.
+    std::atomic<bool> idle{false};
+    std::atomic<std::chrono::steady_clock::rep> idle_since{0};
+    std::atomic<bool> chosen{false};  // picked to be closed to make room; not picked twice
+    bool pipelined = false;    // the client sent a request before the answer to the previous one
+    bool input_ended = false;  // ...and then ended its input: what it sent is answered, then the connection closes
 };
 
 std::string peer_of(generic_protocol::socket const& socket) {
@@ -138,6 +196,22 @@ std::string peer_of(generic_protocol::socket const& socket) {
     auto a = out.address();
     if (a.is_v6() && a.to_v6().is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6()).to_string();
     return a.to_string();
+}
+
+// What the per-client cap counts a peer under: its address, an IPv6 one by its /64 (what one host
+// or site is usually given); empty for a peer the cap leaves alone: a unix-socket peer and a
+// trusted proxy, behind which every client shares one address, and a peer of unknown address.
+std::string client_key_of(std::string const& peer, proxy_trust const& trusted) {
+    if (peer == "unix") return {};
+    boost::system::error_code ec;
+    auto a = asio::ip::make_address(peer, ec);
+    if (ec) return {};
+    for (auto const& n : trusted.networks)
+        if (contains(n, a)) return {};
+    if (!a.is_v6()) return peer;
+    auto bytes = a.to_v6().to_bytes();
+    std::fill(bytes.begin() + 8, bytes.end(), 0);
+    return asio::ip::make_address_v6(bytes).to_string() + "/64";
 }
 
 // The client behind the proxies this server trusts (forwarded.hpp), set as the request's client address.
@@ -165,6 +239,9 @@ void end_stream(http_stream& st, bool completed) {
 
 }  // namespace
 
+// Reserved slots (http_server_options::reserved_connections) one client address may hold at once.
+constexpr std::size_t reserved_per_client = 2;
+
 struct http_server::state : std::enable_shared_from_this<state> {
     asio::io_context& ioc;
     http_server_options options;
@@ -176,6 +253,12 @@ struct http_server::state : std::enable_shared_from_this<state> {
     std::atomic<bool> stopping{false};
     std::mutex connections_mutex;
     std::list<std::shared_ptr<connection>> live;
+    struct client_count {
+        std::size_t connections = 0;
+        std::size_t reserved = 0;  // of them in reserved slots
+    };
+    std::unordered_map<std::string, client_count> per_client;  // by client_key; under connections_mutex
+    std::size_t reserved_in_use = 0;                           // under connections_mutex
 
     state(asio::io_context& ioc_, http_server_options opts, http_handler h)
         : ioc(ioc_), options(std::move(opts)), handler(std::move(h)), acceptor(asio::make_strand(ioc_)) {}
@@ -318,26 +401,95 @@ struct http_server::state : std::enable_shared_from_this<state> {
         }
     }
 
-    asio::awaitable<void> session(generic_protocol::socket socket) {
-        auto c = std::make_shared<connection>(socket.get_executor());
-        std::size_t now = ++connections;
-        std::list<std::shared_ptr<connection>>::iterator it;
+    // The connection idle longest among those `c` may displace (of its client only, when
+    // `same_client`), marked chosen; null when none is idle. Called with connections_mutex held.
+    std::shared_ptr<connection> choose_idle(connection const& c, bool same_client) {
+        std::shared_ptr<connection> oldest;
+        auto oldest_since = std::numeric_limits<std::chrono::steady_clock::rep>::max();
+        for (auto const& other : live) {
+            if (other.get() == &c || !other->idle || other->chosen || other->over_capacity) continue;
+            if (same_client && other->client_key != c.client_key) continue;
+            auto since = other->idle_since.load();
+            if (since < oldest_since) {
+                oldest = other;
+                oldest_since = since;
+            }
+        }
+        if (oldest) oldest->chosen = true;
+        return oldest;
+    }
+
+    // Closes a connection chosen by choose_idle, on its strand, if it is still idle there (a
+    // request may have begun meanwhile: then it stays, and the newcomer is let in all the same).
+    static void close_idle(std::shared_ptr<connection> victim) {
+        auto strand = victim->strand;
+        asio::post(strand, [victim = std::move(victim)] {
+            if (victim->idle && victim->cancel_io) {
+                spdlog::debug("closing an idle connection from {} to make room", victim->peer);
+                victim->cancel_io();
+            } else {
+                victim->chosen = false;
+            }
+        });
+    }
+
+    // Counts the new connection in; returns the refusal to send when it is over a cap with no
+    // idle connection to displace and no reserved slot free, and sets c.over_capacity when it takes a slot.
+    std::optional<std::string> admit(std::shared_ptr<connection> const& cp, std::list<std::shared_ptr<connection>>::iterator& it) {
+        auto& c = *cp;
+        std::shared_ptr<connection> victim;
+        std::optional<std::string> over;
         {
             std::lock_guard lock(connections_mutex);
-            it = live.insert(live.end(), c);
+            it = live.insert(live.end(), cp);
+            std::size_t const now = ++connections;
+            auto* mine = c.client_key.empty() ? nullptr : &per_client[c.client_key];
+            if (mine) ++mine->connections;
+            // The client's own idle connections make room for it first; only when the server as a
+            // whole is full does anyone else's go.
+            if (mine && options.max_connections_per_client > 0 && mine->connections > options.max_connections_per_client) {
+                victim = choose_idle(c, true);
+                if (!victim) over = "too many connections from this client address; close some or retry later";
+            }
+            if (!over && !victim && now > options.max_connections + reserved_in_use) {
+                victim = choose_idle(c, false);
+                if (!victim) over = "too many connections; retry later";
+            }
+            // A client may not take every reserved slot (with slow requests) to keep probes out.
+            if (over && options.served_over_capacity && reserved_in_use < options.reserved_connections &&
+                (!mine || mine->reserved < reserved_per_client)) {
+                ++reserved_in_use;
+                if (mine) ++mine->reserved;
+                c.over_capacity = true;
+                c.refusal = *over;
+            }
         }
+        if (victim) close_idle(std::move(victim));
+        return c.over_capacity ? std::nullopt : over;
+    }
+
+    asio::awaitable<void> session(generic_protocol::socket socket) {
+        auto c = std::make_shared<connection>(socket.get_executor());
+        c->peer = peer_of(socket);
+        if (options.max_connections_per_client > 0) c->client_key = client_key_of(c->peer, options.trusted);
+        std::list<std::shared_ptr<connection>>::iterator it;
+        auto refusal = admit(c, it);
         struct guard {
             state& s;
             std::list<std::shared_ptr<connection>>::iterator it;
             ~guard() {
-                (*it)->cancel_io = nullptr;
+                auto& c = **it;
+                c.cancel_io = nullptr;
                 --s.connections;
                 std::lock_guard lock(s.connections_mutex);
+                if (auto n = s.per_client.find(c.client_key); n != s.per_client.end()) {
+                    if (c.over_capacity) --n->second.reserved;
+                    if (--n->second.connections == 0) s.per_client.erase(n);
+                }
+                if (c.over_capacity) --s.reserved_in_use;
                 s.live.erase(it);
             }
         } g{*this, it};
-        bool over_capacity = now > options.max_connections;
-        c->peer = peer_of(socket);
 
         if (!options.unix_socket) {
             // Without it, a response written in pieces (an SSE head, then each event) waits for
@@ -351,7 +503,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
                 boost::system::error_code ignored;
                 plain.socket().cancel(ignored);
             };
-            co_await serve(plain, *c, over_capacity);
+            co_await serve(plain, *c, refusal);
             boost::system::error_code ignored;
             plain.socket().shutdown(asio::socket_base::shutdown_send, ignored);
             c->cancel_io = nullptr;
@@ -364,14 +516,14 @@ struct http_server::state : std::enable_shared_from_this<state> {
             boost::system::error_code ignored;
             low.socket().cancel(ignored);
         };
-        low.expires_after(options.read_timeout);
+        low.expires_after(read_timeout_of(*c));
         auto [hec] = co_await stream.async_handshake(ssl::stream_base::server, as_tuple(use_awaitable));
         if (hec) {
             spdlog::debug("TLS handshake failed: {}", hec.message());
             c->cancel_io = nullptr;
             co_return;
         }
-        bool clean = co_await serve(stream, *c, over_capacity);
+        bool clean = co_await serve(stream, *c, refusal);
         if (clean) {
             // close_notify tells the client the body was not truncated by an attacker.
             low.expires_after(options.write_timeout);
@@ -381,6 +533,18 @@ struct http_server::state : std::enable_shared_from_this<state> {
     }
 
     // ---------------------------------------------------------------- one connection
+
+    // The server's own refusal of a request to `target`, in the route's error shape (refusal_body).
+    http_response refusal_for(std::string_view target, http::status status, std::string_view code, std::string message) const {
+        if (options.refusal_body)
+            if (auto body = options.refusal_body(target, message)) return json_response(status, std::move(*body), 11, false);
+        return json_error(status, code, message, 11, false);
+    }
+
+    // A probe sends its request at once; a reserved slot is not held longer by one that does not.
+    std::chrono::milliseconds read_timeout_of(connection const& c) const {
+        return c.over_capacity ? std::min(options.read_timeout, std::chrono::milliseconds(2000)) : options.read_timeout;
+    }
 
     template <class Stream>
     asio::awaitable<void> write_and_close(Stream& stream, http_response res) {
@@ -392,16 +556,28 @@ struct http_server::state : std::enable_shared_from_this<state> {
     // Reads whatever the client sends while a handler runs or a stream is written: a pipelined
     // request is kept in `buffer` for the loop, and the end of the input (or an error) means the
     // client is gone. Returns only then, or when the client sends more than a request may hold.
+    // A client that has pipelined requests and then ends its input (shuts down its sending side)
+    // is not gone: it waits for the answers, so they are all served and the connection closes
+    // after the last; watching goes on without reading (until the race ends it). With one request
+    // at a time, the end of input looks the same as a client that closed its connection, and is
+    // taken for that (which cancels a modern MCP request): nothing says the client still listens.
     template <class Stream>
-    asio::awaitable<void> watch_peer(Stream& stream, beast::flat_buffer& buffer) {
+    asio::awaitable<void> watch_peer(Stream& stream, beast::flat_buffer& buffer, connection& c) {
         std::size_t const limit = options.header_limit + options.body_limit;
-        for (;;) {
+        while (!c.input_ended) {
             if (buffer.size() >= limit) co_return;
             auto room = std::min<std::size_t>(4096, limit - buffer.size());
             auto [ec, n] = co_await stream.async_read_some(buffer.prepare(room), as_tuple(use_awaitable));
+            if (ec == asio::error::eof && (c.pipelined || buffer.size() > 0)) {
+                c.input_ended = true;
+                break;
+            }
             if (ec) co_return;
             buffer.commit(n);
+            c.pipelined = true;
         }
+        asio::steady_timer forever(co_await asio::this_coro::executor, asio::steady_timer::time_point::max());
+        co_await forever.async_wait(as_tuple(use_awaitable));
     }
 
     // Runs the handler, keeping its reply even when the race against watch_peer is lost (so a stream
@@ -483,7 +659,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
         low.expires_never();
         c.now = connection::phase::streaming;
         c.long_lived = st.long_lived;
-        auto outcome = co_await (pump_body(stream, st, chunked) || watch_peer(stream, buffer) || wait_for_stop(c));
+        auto outcome = co_await (pump_body(stream, st, chunked) || watch_peer(stream, buffer, c) || wait_for_stop(c));
         c.now = connection::phase::handling;
         c.long_lived = false;
         bool completed = outcome.index() == 0 && std::get<0>(outcome);
@@ -493,14 +669,19 @@ struct http_server::state : std::enable_shared_from_this<state> {
 
     // The request loop of one connection; true when it ended cleanly (the TLS close_notify is worth sending).
     template <class Stream>
-    asio::awaitable<bool> serve(Stream& stream, connection& c, bool over_capacity) {
+    asio::awaitable<bool> serve(Stream& stream, connection& c, std::optional<std::string> const& over_capacity) {
         auto& low = beast::get_lowest_layer(stream);
-        if (over_capacity) {
-            auto refusal = json_error(http::status::service_unavailable, "over_capacity", "too many connections; retry later", 11, false);
+        auto refuse_over_capacity = [&](std::string const& why) {
+            auto refusal = json_error(http::status::service_unavailable, "over_capacity", why, 11, false);
+            refusal.set(http::field::retry_after, "1");
             if (options.on_refused) options.on_refused(refusal.result_int());
-            co_await write_and_close(stream, std::move(refusal));
+            return refusal;
+        };
+        if (over_capacity) {
+            co_await write_and_close(stream, refuse_over_capacity(*over_capacity));
             co_return true;
         }
+        auto const read_timeout = read_timeout_of(c);
 
         // Beast reads as much as the buffer's free capacity, and no less than 512 bytes: left to
         // itself, the buffer stays at 512 and a 4 MiB body takes 8,192 reads, each a syscall, a
@@ -514,12 +695,34 @@ struct http_server::state : std::enable_shared_from_this<state> {
             http::request_parser<http::string_body> parser;
             parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
             parser.body_limit(options.body_limit);
-            // Until the first byte of a request arrives the idle deadline applies; a client that
-            // opens a connection and sends nothing is closed after the read deadline.
-            low.expires_after(first ? options.read_timeout : options.idle_timeout);
+            // Until the first byte of a request arrives the connection is idle: the idle deadline
+            // applies (the read deadline, to a new connection that has sent nothing yet), and it may
+            // be closed to make room for another (admit). A pipelined request is not waited for.
+            if (buffer.size() == 0) {
+                if (c.input_ended) co_return true;
+                low.expires_after(first ? read_timeout : options.idle_timeout);
+                if (!c.over_capacity) {
+                    c.idle_since = std::chrono::steady_clock::now().time_since_epoch().count();
+                    c.idle = true;
+                }
+                auto [iec, in] = co_await stream.async_read_some(buffer.prepare(16 * 1024), as_tuple(use_awaitable));
+                c.idle = false;
+                if (iec) co_return false;
+                buffer.commit(in);
+            }
+            low.expires_after(read_timeout);
             auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, as_tuple(use_awaitable));
+            std::optional<framing_refusal> framing;
+            if (!hec) framing = refuse_framing(parser.get());
+            if (framing) {
+                auto const t = parser.get().target();
+                auto refusal = refusal_for({t.data(), t.size()}, framing->status, framing->code, std::string(framing->message));
+                if (options.on_refused) options.on_refused(refusal.result_int());
+                co_await write_and_close(stream, std::move(refusal));
+                co_return true;
+            }
             if (!hec) {
-                low.expires_after(options.read_timeout);
+                low.expires_after(read_timeout);
                 auto [bec, bn] = co_await http::async_read(stream, buffer, parser, as_tuple(use_awaitable));
                 hec = bec;
             }
@@ -537,9 +740,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
                     target = request_line_target({static_cast<char const*>(read.data()), read.size()});
                 }
                 auto over_limit = [&](http::status status, std::string_view code, std::string message) {
-                    if (options.refusal_body)
-                        if (auto body = options.refusal_body(target, message)) return json_response(status, std::move(*body));
-                    return json_error(status, code, message);
+                    return refusal_for(target, status, code, std::move(message));
                 };
                 http_response refusal;
                 if (hec == http::error::header_limit) {
@@ -557,6 +758,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
             }
             first = false;
             auto req = parser.release();
+            if (buffer.size() > 0) c.pipelined = true;
             if (auto twice = repeated_singleton_field(req)) {
                 auto refusal = json_error(http::status::bad_request, "repeated_header",
                                           "the request carries more than one " + std::string(*twice) + " header");
@@ -564,11 +766,19 @@ struct http_server::state : std::enable_shared_from_this<state> {
                 co_await write_and_close(stream, std::move(refusal));
                 co_return true;
             }
+            if (c.over_capacity) {
+                // In a reserved slot: the operations endpoints are answered, once; anything else waits its turn.
+                if (!options.served_over_capacity(std::string_view(req.target().data(), req.target().size()))) {
+                    co_await write_and_close(stream, refuse_over_capacity(c.refusal));
+                    co_return true;
+                }
+                req.keep_alive(false);
+            }
             set_client_address(req, c.peer, options.trusted);
             c.now = connection::phase::handling;
             low.expires_never();
             std::optional<http_reply> reply;
-            auto outcome = co_await (run_handler(req, reply) || watch_peer(stream, buffer));
+            auto outcome = co_await (run_handler(req, reply) || watch_peer(stream, buffer, c));
             if (outcome.index() == 1) {
                 // The client left while its request was being served.
                 if (reply)

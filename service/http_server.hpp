@@ -47,16 +47,30 @@ struct http_server_options {
     std::chrono::milliseconds read_timeout{30'000};   // a request (and a TLS handshake) must arrive whole within this
     std::chrono::milliseconds idle_timeout{60'000};   // a kept-alive connection with no request is closed
     std::chrono::milliseconds write_timeout{30'000};  // one response, or one chunk of a stream, must be taken within this
+    // Past it, a new connection first makes room by closing the connection idle longest (kept
+    // alive, or opened, with no request begun); with none idle it is over capacity (see below).
     std::size_t max_connections = 1024;
+    // Connections one client address may hold at once (0: no such cap); past it, that address's
+    // own idle connection goes first, and with none idle the new one is over capacity. The address
+    // is the peer's (an IPv6 peer counts by its /64): a proxy in `trusted` and a unix-socket peer
+    // speak for many clients, so they are held only to max_connections.
+    std::size_t max_connections_per_client = 0;
+    // Over capacity, a connection still has its first request read, in one of this many slots
+    // kept beyond the caps, so the operations endpoints answer under any load: a request for
+    // which `served_over_capacity` holds is served and the connection closed; any other (or any,
+    // with every slot taken or no function) gets 503.
+    std::size_t reserved_connections = 16;
+    std::function<bool(std::string_view target)> served_over_capacity;
     // Peers whose X-Forwarded-For / Forwarded headers say who the client is (forwarded.hpp).
     proxy_trust trusted;
     // Called on the connection's strand when the server answers by itself, before any handler saw
-    // a request: 400 (malformed), 413, 431, 503 (over the connection cap). For logs and metrics.
+    // a request: 400 (malformed), 413, 431, 501 (a transfer coding it does not read), 503 (over a
+    // connection cap). For logs and metrics.
     std::function<void(unsigned status)> on_refused;
-    // The JSON body of the server's own 413 and 431 replies, for a route whose clients read another
-    // error shape than json_error's: given the request target (as far as the server read it; empty
-    // when its request line was not read whole) and what the refusal says. nullopt, or no function:
-    // json_error's body. The status stays whatever the body.
+    // The JSON body of the server's own 413 and 431 replies and its refusals of a Transfer-Encoding,
+    // for a route whose clients read another error shape than json_error's: given the request target
+    // (as far as the server read it; empty when its request line was not read whole) and what the
+    // refusal says. nullopt, or no function: json_error's body. The status stays whatever the body.
     std::function<std::optional<std::string>(std::string_view target, std::string_view message)> refusal_body;
 };
 

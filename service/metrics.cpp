@@ -56,6 +56,9 @@ airlock_metrics::airlock_metrics(std::string version)
       upstream_up(registry.add_gauge("airlock_upstream_up",
                                      "1 when the upstream answered its last catalogue read, 0 when it failed or was not met yet.",
                                      {"upstream"})),
+      journal_map_used(registry.add_gauge("airlock_journal_map_used_bytes",
+                                          "Bytes of its map the journal has used; appends fail once it reaches the map size.")),
+      journal_map_size(registry.add_gauge("airlock_journal_map_size_bytes", "The journal's map size (journal.map_size), in bytes.")),
       build_info(registry.add_gauge("airlock_build_info", "Always 1; the version of this airlock.", {"version"})) {
     build_info.with({version}).set(1);
     // Every reason present from the start: a dashboard shows 0, not "no data", before the first refusal.

@@ -37,6 +37,8 @@ public:
     core::metrics::family<core::metrics::gauge>& active_connections;
     core::metrics::family<core::metrics::gauge>& active_sessions;
     core::metrics::family<core::metrics::gauge>& upstream_up;            // upstream
+    core::metrics::family<core::metrics::gauge>& journal_map_used;       // bytes of the map the journal has used
+    core::metrics::family<core::metrics::gauge>& journal_map_size;       // the map's size in bytes (journal.map_size)
     core::metrics::family<core::metrics::gauge>& build_info;             // version
 
     // Records one tools/call: `outcome` is "ok" or core::to_string(tool_error_kind).

@@ -373,7 +373,8 @@ std::vector<std::string> restart_only_changes(config const& before, config const
     if (a.threads != b.threads) out.push_back("server.threads");
     if (a.busy_poll != b.busy_poll) out.push_back("server.busy_poll");
     if (a.header_limit != b.header_limit || a.body_limit != b.body_limit || a.read_timeout != b.read_timeout ||
-        a.idle_timeout != b.idle_timeout || a.max_connections != b.max_connections)
+        a.idle_timeout != b.idle_timeout || a.max_connections != b.max_connections ||
+        a.max_connections_per_client != b.max_connections_per_client)
         out.push_back("server limits and timeouts");
     if (a.allowed_hosts != b.allowed_hosts || a.allowed_origins != b.allowed_origins) out.push_back("server.allowed_hosts/allowed_origins");
     if (a.trusted_proxies != b.trusted_proxies || a.forwarded_header != b.forwarded_header)
@@ -606,6 +607,7 @@ struct ops_state {
 readiness_inputs readiness_of(ops_state& s) {
     readiness_inputs in;
     in.journal_open = s.sv->journal->is_open();
+    if (auto fault = s.sv->journal->write_fault()) in.journal_fault = fault->code == "io_error" ? "write_failed" : fault->code;
     in.draining = s.life->draining();
     std::map<std::string, bool> optional;
     {
@@ -624,6 +626,9 @@ readiness_inputs readiness_of(ops_state& s) {
 
 asio::awaitable<void> async_probe(std::shared_ptr<ops_state> s) {
     try {
+        // A journal that failed an append is tried again here: with no traffic sent to an unready
+        // server, no append would come to find that it recovered.
+        co_await s->sv->journal->async_probe_write();
         auto gw = s->sv->backend->current();
         co_await gw->async_probe_upstreams();
     } catch (std::exception const& e) {
@@ -816,13 +821,26 @@ int run_serve(std::vector<std::string> const& args) {
     http_options.on_refused = observe_refusals(observer);
     // An MCP client shows a JSON-RPC error; a 413 or 431 with another body shape reads as garbage.
     http_options.refusal_body = mcp_refusal_body();
+    // Probes and scrapes are answered even with every connection taken (a reserved slot; see
+    // docs/operations.md): an orchestrator that cannot probe restarts a server that is only busy.
+    http_options.served_over_capacity = [](std::string_view target) {
+        auto path = target.substr(0, target.find('?'));
+        return path == "/healthz" || path == "/readyz" || path == "/metrics";
+    };
     http_server server(ioc, http_options, observe_requests(make_mcp_handler(endpoint, routes), observer));
     // Gauges whose truth lives elsewhere are read when Prometheus scrapes.
-    metrics->on_scrape([&server, endpoint, backend = sv->backend](airlock_metrics& m) {
+    metrics->on_scrape([&server, endpoint, backend = sv->backend,
+                        journal = std::weak_ptr<store::lmdb_store>(sv->journal)](airlock_metrics& m) {
         m.active_connections.with({}).set(static_cast<std::int64_t>(server.active_connections()));
         m.active_sessions.with({}).set(static_cast<std::int64_t>(endpoint->session_count()));
         for (auto const& [name, state] : backend->current()->upstream_states())
             m.upstream_up.with({name}).set(state == gateway::upstream_state::up ? 1 : 0);
+        // Weak: the journal's commit observer holds the metrics, so a strong hold here would be a cycle.
+        if (auto j = journal.lock()) {
+            auto use = j->map_usage();
+            m.journal_map_used.with({}).set(static_cast<std::int64_t>(use.used_bytes));
+            m.journal_map_size.with({}).set(static_cast<std::int64_t>(use.map_size));
+        }
     });
     try {
         server.listen();

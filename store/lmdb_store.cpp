@@ -13,6 +13,7 @@
 #include <lmdb.h>
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -31,13 +32,15 @@ error lmdb_error(int rc, std::string_view during) {
     std::string what = std::string(during) + ": " + mdb_strerror(rc);
     switch (rc) {
         case MDB_MAP_FULL:
-            return make_error("map_full", what + " (the journal reached its configured map size; raise store.map_size)");
+            return make_error("map_full", what + " (the journal reached its configured map size; raise journal.map_size)");
         case MDB_CORRUPTED:
         case MDB_PAGE_NOTFOUND:
         case MDB_INVALID:
         case MDB_VERSION_MISMATCH:
             return make_error("corrupt", what);
-        case ENOSPC: return make_error("io_error", what + " (disk full)");
+        case ENOSPC:
+        case EDQUOT: return make_error("disk_full", what + " (the journal's disk is full)");
+        case EFBIG: return make_error("disk_full", what + " (the journal's file may not grow: a file size limit)");
         default: return make_error("io_error", what);
     }
 }
@@ -85,6 +88,7 @@ struct write_op {
     virtual bool run(MDB_txn* txn) = 0;  // true: keep what it wrote; false: it refused
     virtual void fail(error e) = 0;      // the batch could not be made durable
     virtual void complete() = 0;         // hands the result to the waiting coroutine
+    virtual std::optional<error> failure() const = 0;  // after run/fail: why it failed
 };
 
 // An op that computes a result<T> in the transaction.
@@ -107,6 +111,9 @@ struct result_op : write_op {
     }
     void fail(error e) override {
         if (outcome.has_value()) outcome = std::move(e);
+    }
+    std::optional<error> failure() const override {
+        return outcome.has_value() ? std::nullopt : std::optional<error>(outcome.error());
     }
 };
 
@@ -173,6 +180,32 @@ struct lmdb_store::impl {
     std::thread writer;
     std::thread::id writer_id;  // set once, before any append: `writer` itself is reset by join()
     std::atomic<std::uint64_t> batches{0}, operations{0};
+    MDB_dbi health = 0;  // holds nothing but the write probe, for the moment it lasts
+
+    // Why appends fail now (lmdb_store::write_fault). Set by a batch in which an op failed for a
+    // reason of the journal itself (its map or disk is full, its file cannot be written), cleared
+    // by a batch that made a write durable and had no such failure; a batch of refusals only
+    // (a sealed run, a duplicate effect) says nothing either way.
+    mutable std::mutex fault_mutex;
+    std::optional<error> fault;
+    std::chrono::steady_clock::time_point last_probe{};
+
+    static bool is_journal_fault(error const& e) {
+        return e.code == "map_full" || e.code == "disk_full" || e.code == "io_error";
+    }
+
+    void note_write_health(std::vector<std::unique_ptr<write_op>> const& batch) {
+        std::optional<error> failed;
+        bool wrote = false;
+        for (auto const& op : batch) {
+            auto e = op->failure();
+            if (!e) wrote = true;
+            else if (is_journal_fault(*e)) failed = std::move(e);
+        }
+        if (!failed && !wrote) return;
+        std::lock_guard lock(fault_mutex);
+        fault = std::move(failed);
+    }
 
     // Drains what is queued, stops the writer and syncs; later appends fail "closed". The
     // environment stays open for readers until destruction.
@@ -288,6 +321,7 @@ struct lmdb_store::impl {
     void commit_and_complete(std::vector<std::unique_ptr<write_op>>& batch) {
         auto started = std::chrono::steady_clock::now();
         commit_batch(batch);
+        note_write_health(batch);
         auto finished = std::chrono::steady_clock::now();
         if (options.on_commit) {
             try {
@@ -585,7 +619,7 @@ result<std::unique_ptr<lmdb_store>> lmdb_store::open(lmdb_options options) {
     MDB_txn* txn = nullptr;
     if (int rc = mdb_txn_begin(p->env, nullptr, 0, &txn); rc != 0) return lmdb_error(rc, "open databases" + where);
     for (auto [name, dbi] : {std::pair{"records", &p->records}, {"runs", &p->runs}, {"effects", &p->effects},
-                             {"admissions", &p->admissions}, {"pins", &p->pins}}) {
+                             {"admissions", &p->admissions}, {"pins", &p->pins}, {"health", &p->health}}) {
         if (int rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi); rc != 0) {
             mdb_txn_abort(txn);
             return lmdb_error(rc, std::string("open database ") + name + where);
@@ -596,6 +630,54 @@ result<std::unique_ptr<lmdb_store>> lmdb_store::open(lmdb_options options) {
     p->writer = std::thread([raw] { raw->writer_loop(); });
     p->writer_id = p->writer.get_id();
     return std::unique_ptr<lmdb_store>(new lmdb_store(std::move(p)));
+}
+
+std::optional<error> lmdb_store::write_fault() const {
+    std::lock_guard lock(impl_->fault_mutex);
+    return impl_->fault;
+}
+
+namespace {
+// A write as large as a sizeable append (a tool call's arguments or result of tens of KiB): a probe
+// much smaller than what fails would find room in the map's freed pages and call the journal ready
+// while appends still fail.
+constexpr std::size_t probe_bytes = 64 * 1024;
+constexpr std::string_view probe_key = "write-probe";
+// While appends fail, readiness probes come every few seconds; each probe costs two commits.
+constexpr std::chrono::seconds probe_interval{1};
+}  // namespace
+
+asio::awaitable<void> lmdb_store::async_probe_write() {
+    auto* p = impl_.get();
+    {
+        std::lock_guard lock(p->fault_mutex);
+        auto const now = std::chrono::steady_clock::now();
+        if (!p->fault || now - p->last_probe < probe_interval) co_return;
+        p->last_probe = now;
+    }
+    // Committed like an append, so its outcome sets or clears the fault as an append's would;
+    // then removed, so the journal holds nothing of it.
+    std::function<result<bool>(MDB_txn*)> put = [p](MDB_txn* txn) -> result<bool> {
+        std::string value(probe_bytes, '\0');
+        MDB_val key = as_val(probe_key), val = as_val(value);
+        if (int rc = mdb_put(txn, p->health, &key, &val, 0); rc != 0) return lmdb_error(rc, "write probe");
+        return true;
+    };
+    if (!co_await p->submit<bool>(std::move(put))) co_return;
+    std::function<result<bool>(MDB_txn*)> remove = [p](MDB_txn* txn) -> result<bool> {
+        MDB_val key = as_val(probe_key);
+        if (int rc = mdb_del(txn, p->health, &key, nullptr); rc != 0 && rc != MDB_NOTFOUND)
+            return lmdb_error(rc, "remove probe");
+        return true;
+    };
+    co_await p->submit<bool>(std::move(remove));
+}
+
+lmdb_store::map_use lmdb_store::map_usage() const {
+    MDB_envinfo info{};
+    MDB_stat st{};
+    if (mdb_env_info(impl_->env, &info) != 0 || mdb_env_stat(impl_->env, &st) != 0) return {};
+    return {(static_cast<std::size_t>(info.me_last_pgno) + 1) * st.ms_psize, info.me_mapsize};
 }
 
 asio::awaitable<result<std::vector<core::record>>> lmdb_store::async_append(std::string run_id,

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace airlock::store {
 
@@ -46,6 +47,20 @@ public:
     void close();
     // False once close() has begun: appends fail from then on.
     bool is_open() const noexcept;
+
+    // Why appends fail now: map_full, disk_full or io_error, set when a commit fails because of the
+    // journal's map, disk or file rather than the append, and cleared by the next commit that makes
+    // a write durable. nullopt while appends succeed.
+    std::optional<core::error> write_fault() const;
+    // While write_fault() is set (at most once a second): tries to make a 64 KiB write durable, and
+    // removes it again, so the fault clears once the journal can take appends again even when no
+    // append comes to try it (a load balancer sends no traffic to a server that is not ready).
+    boost::asio::awaitable<void> async_probe_write();
+    struct map_use {
+        std::size_t used_bytes = 0;  // LMDB's high-water mark of pages used, pages freed for reuse included
+        std::size_t map_size = 0;
+    };
+    map_use map_usage() const;
 
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_append(
         std::string run_id, std::vector<core::new_record> records) override;

@@ -302,6 +302,28 @@ TEST_CASE("server settings are read and map onto the HTTP server's options") {
     CHECK(c->server.trusted_proxies == std::vector<std::string>{"127.0.0.1", "::1"});
 }
 
+TEST_CASE("server.max_connections_per_client is a quarter of max_connections unless set, and not above it") {
+    workspace w;
+    auto defaults = load_config(w.config("server:\n  listen: 127.0.0.1:0\n"), test_env());
+    REQUIRE(defaults);
+    CHECK(defaults->server.max_connections_per_client == 256);
+    CHECK(to_http_server_options(defaults->server).max_connections_per_client == 256);
+    auto scaled = load_config(w.config("server:\n  max_connections: 100\n"), test_env());
+    REQUIRE(scaled);
+    CHECK(scaled->server.max_connections_per_client == 25);
+    auto tiny = load_config(w.config("server:\n  max_connections: 2\n"), test_env());
+    REQUIRE(tiny);
+    CHECK(tiny->server.max_connections_per_client == 1);
+    auto set = load_config(w.config("server:\n  max_connections: 100\n  max_connections_per_client: 100\n"), test_env());
+    REQUIRE(set);
+    CHECK(to_http_server_options(set->server).max_connections_per_client == 100);
+    auto above = w.config("server:\n  max_connections: 100\n  max_connections_per_client: 101\n");
+    CHECK(first_code(above) == "invalid_value");
+    CHECK_THAT(first_problem(above), Catch::Contains("server.max_connections_per_client is 101; it must not exceed "
+                                                     "server.max_connections (100)"));
+    CHECK(first_code(w.config("server:\n  max_connections_per_client: 0\n")) == "invalid_value");
+}
+
 TEST_CASE("a listen address without a port is refused") {
     workspace w;
     auto file = w.config("server:\n  listen: 127.0.0.1\n");

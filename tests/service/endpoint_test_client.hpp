@@ -5,6 +5,7 @@
 
 #include "mcp/sse.hpp"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -24,8 +25,19 @@ namespace airlock::testing {
 
 class raw_connection {
 public:
-    static raw_connection tcp(std::uint16_t port) {
+    // To 127.0.0.1:port, from `from` (another loopback address such as 127.0.0.2, so one test can
+    // be several clients) when it is given.
+    static raw_connection tcp(std::uint16_t port, std::string const& from = "") {
         int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && !from.empty()) {
+            sockaddr_in source{};
+            source.sin_family = AF_INET;
+            if (::inet_pton(AF_INET, from.c_str(), &source.sin_addr) != 1 ||
+                ::bind(fd, reinterpret_cast<sockaddr*>(&source), sizeof source) != 0) {
+                ::close(fd);
+                throw std::runtime_error("cannot bind to " + from);
+            }
+        }
         sockaddr_in addr{};
         addr.sin_family = AF_INET;
         addr.sin_port = htons(port);
@@ -90,6 +102,9 @@ public:
     }
 
     bool server_closed() const noexcept { return closed_; }
+
+    // Ends what this side sends (the server reads end of input) and goes on reading.
+    void shutdown_send() { ::shutdown(fd_, SHUT_WR); }
 
     void close() {
         if (fd_ >= 0) ::close(fd_);

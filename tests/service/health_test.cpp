@@ -66,6 +66,21 @@ TEST_CASE("readiness fails while draining and when the journal is closed, naming
     CHECK(json::parse(res.body()).at("status") == "not_ready");
 }
 
+TEST_CASE("readiness fails while the open journal cannot take appends, naming why") {
+    for (std::string fault : {"map_full", "disk_full", "write_failed"}) {
+        INFO(fault);
+        auto in = healthy();
+        in.journal_fault = fault;
+        auto r = evaluate_readiness(in);
+        CHECK_FALSE(r.ready);
+        CHECK(r.failed == std::vector<std::string>{"journal"});
+        auto body = json::parse(r.body).as_object();
+        CHECK(body.at("checks").at("journal").at("ok") == false);
+        CHECK(body.at("checks").at("journal").at("state") == fault.c_str());
+        CHECK(readyz_response(get("/readyz"), in).result() == http::status::service_unavailable);
+    }
+}
+
 TEST_CASE("healthz and readyz answer GET and HEAD and refuse other methods with 405") {
     CHECK(healthz_response(get("/healthz")).result() == http::status::ok);
     auto head = readyz_response(get("/readyz", http::verb::head), healthy());

@@ -354,3 +354,242 @@ TEST_CASE("a TLS key that does not belong to the certificate is refused at start
     http_server server(ioc, o, streaming_handler(std::make_shared<stream_probe>(), {}, 1ms, true));
     CHECK_THROWS_WITH(server.listen(), Catch::Contains("does not match"));
 }
+
+// ---------------------------------------------------------------- connection caps
+
+namespace {
+
+bool operations_path(std::string_view target) { return target == "/healthz" || target == "/readyz"; }
+
+// The limits of the cap tests: small, so a flood well beyond them stays quick.
+http_server_options capped(std::size_t max_connections, std::size_t per_client) {
+    http_server_options o;
+    o.max_connections = max_connections;
+    o.max_connections_per_client = per_client;
+    o.served_over_capacity = operations_path;
+    return o;
+}
+
+// Answers {"path":...} at once, but holds /hold until `release` is set (polling, bounded).
+http_handler path_handler(std::shared_ptr<std::atomic<bool>> release = std::make_shared<std::atomic<bool>>(false),
+                          std::shared_ptr<std::atomic<int>> holding = std::make_shared<std::atomic<int>>(0)) {
+    return [release, holding](http_request& req) -> asio::awaitable<http_reply> {
+        std::string path(req.target());
+        if (path == "/hold") {
+            ++*holding;
+            asio::steady_timer t(co_await asio::this_coro::executor);
+            for (int i = 0; i < 2000 && !*release; ++i) {
+                t.expires_after(5ms);
+                co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+            }
+        }
+        co_return json_response(http::status::ok, R"({"path":")" + path + R"("})", req.version());
+    };
+}
+
+// `n` connections from `from` that send nothing, as a client holding connections open does.
+std::vector<raw_connection> idle_connections(std::uint16_t port, std::string const& from, int n) {
+    std::vector<raw_connection> out;
+    out.reserve(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) out.push_back(raw_connection::tcp(port, from));
+    return out;
+}
+
+// One GET with Connection: close from `from`, read whole within 3 s: "not blocked", generously.
+http_reply_text get_from(std::uint16_t port, std::string const& from, std::string const& path) {
+    auto c = raw_connection::tcp(port, from);
+    c.send(get(path));
+    c.read_until(reply_complete, 3s);
+    return parse_reply(c.data);
+}
+
+std::size_t closed_by_server(std::vector<raw_connection>& conns) {
+    std::size_t n = 0;
+    for (auto& c : conns) {
+        c.read_until([](std::string const&) { return false; }, 20ms);
+        if (c.server_closed()) ++n;
+    }
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("one client holding idle connections beyond every cap leaves others and the probes served") {
+    running_server s(capped(64, 16), path_handler());
+    // Three times max_connections, all from one address, none sending anything.
+    auto flood = idle_connections(s.port(), "127.0.0.2", 192);
+    // The flood never holds more than its share (plus the reserved slots it may take briefly).
+    REQUIRE(eventually([&] { return s.server->active_connections() <= 16 + 2; }));
+
+    for (int i = 0; i < 5; ++i) {
+        auto other = get_from(s.port(), "127.0.0.3", "/work");
+        CHECK(other.status == 200);
+        CHECK(other.body == R"({"path":"/work"})");
+        // Probes are answered, from another address and from the flooding one.
+        CHECK(get_from(s.port(), "127.0.0.4", "/healthz").status == 200);
+        CHECK(get_from(s.port(), "127.0.0.2", "/readyz").status == 200);
+    }
+    // Its own idle connections made room for its newer ones (or, caught before they were idle, were refused).
+    CHECK(closed_by_server(flood) >= 192 - 18);
+}
+
+TEST_CASE("at max_connections the connection idle longest is closed to let a new client in") {
+    running_server s(capped(64, 16), path_handler());
+    // Eight clients, each within its share, together half again more than the server holds.
+    std::vector<raw_connection> flood;
+    for (int a = 10; a < 18; ++a)
+        for (auto& c : idle_connections(s.port(), "127.0.0." + std::to_string(a), 12)) flood.push_back(std::move(c));
+    REQUIRE(eventually([&] { return s.server->active_connections() <= 64 + 16; }));
+    auto other = get_from(s.port(), "127.0.0.3", "/work");
+    CHECK(other.status == 200);
+    CHECK(get_from(s.port(), "127.0.0.3", "/healthz").status == 200);
+    // The first ones came first and idled longest: they went.
+    CHECK(closed_by_server(flood) >= 96 - 64);
+    CHECK(flood.front().server_closed());
+}
+
+TEST_CASE("with every connection busy a new request gets 503 with a JSON body, and the probes are still answered") {
+    auto release = std::make_shared<std::atomic<bool>>(false);
+    auto holding = std::make_shared<std::atomic<int>>(0);
+    running_server s(capped(32, 8), path_handler(release, holding));
+    std::vector<raw_connection> busy;
+    for (int a = 20; a < 24; ++a)
+        for (int i = 0; i < 8; ++i) {
+            busy.push_back(raw_connection::tcp(s.port(), "127.0.0." + std::to_string(a)));
+            busy.back().send(get("/hold"));
+        }
+    REQUIRE(eventually([&] { return *holding == 32; }));
+
+    auto refused = get_from(s.port(), "127.0.0.3", "/work");
+    CHECK(refused.status == 503);
+    CHECK(header_value(refused.head, "Content-Type") == "application/json");
+    CHECK(header_value(refused.head, "Retry-After") == "1");
+    CHECK_THAT(refused.body, Catch::Contains("over_capacity") && Catch::Contains("too many connections"));
+    for (int i = 0; i < 20; ++i) {
+        CHECK(get_from(s.port(), "127.0.0.3", "/healthz").status == 200);
+        CHECK(get_from(s.port(), "127.0.0.4", "/readyz").status == 200);
+    }
+    *release = true;
+    for (auto& c : busy) {
+        REQUIRE(c.read_until(reply_complete, 5s));
+        CHECK(parse_reply(c.data).status == 200);
+    }
+    CHECK(get_from(s.port(), "127.0.0.3", "/work").status == 200);
+}
+
+TEST_CASE("a trusted proxy's connections are held only to max_connections, not to the per-client cap") {
+    auto o = capped(64, 16);
+    o.trusted.networks.push_back(*parse_ip_network("127.0.0.2"));
+    running_server s(o, path_handler());
+    // nginx in front: every client behind it arrives from its address.
+    auto behind_proxy = idle_connections(s.port(), "127.0.0.2", 40);
+    REQUIRE(eventually([&] { return s.server->active_connections() == 40; }));
+    std::this_thread::sleep_for(100ms);
+    CHECK(closed_by_server(behind_proxy) == 0);
+    CHECK(s.server->active_connections() == 40);
+    // Another address is still held to its share.
+    auto direct = idle_connections(s.port(), "127.0.0.3", 40);
+    REQUIRE(eventually([&] { return s.server->active_connections() <= 40 + 16 + 2; }));
+    CHECK(closed_by_server(behind_proxy) == 0);
+}
+
+TEST_CASE("unix-socket peers are held only to max_connections, not to the per-client cap") {
+    temp_dir dir("airlock-http-unix");
+    auto o = capped(64, 16);
+    o.unix_socket = dir.path() / "airlock.sock";
+    running_server s(o, path_handler());
+    std::vector<raw_connection> conns;
+    for (int i = 0; i < 40; ++i) conns.push_back(raw_connection::unix_socket(o.unix_socket->string()));
+    REQUIRE(eventually([&] { return s.server->active_connections() == 40; }));
+    std::this_thread::sleep_for(100ms);
+    CHECK(closed_by_server(conns) == 0);
+    conns.back().send(get("/work"));
+    REQUIRE(conns.back().read_until(reply_complete, 3s));
+    CHECK(parse_reply(conns.back().data).status == 200);
+}
+
+// ---------------------------------------------------------------- framing
+
+TEST_CASE("pipelined requests followed by a half-close are all answered, in order, then the connection closes") {
+    // Each answer takes a moment, so the end of input arrives while the first is being served.
+    http_handler slow = [](http_request& req) -> asio::awaitable<http_reply> {
+        asio::steady_timer t(co_await asio::this_coro::executor, 50ms);
+        co_await t.async_wait(asio::as_tuple(asio::use_awaitable));
+        co_return json_response(http::status::ok, req.body(), req.version());
+    };
+    running_server s({}, slow);
+    for (int requests : {2, 3, 5}) {
+        INFO(requests << " requests");
+        auto c = raw_connection::tcp(s.port());
+        std::string all;
+        for (int i = 0; i < requests; ++i) {
+            std::string body = R"({"n":)" + std::to_string(i) + "}";
+            all += "POST /call HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                   std::to_string(body.size()) + "\r\n\r\n" + body;
+        }
+        c.send(all);
+        c.shutdown_send();
+        CHECK(c.read_to_close(5s));
+        std::size_t at = 0;
+        for (int i = 0; i < requests; ++i) {
+            auto next = c.data.find("HTTP/1.1 ", at);
+            REQUIRE(next != std::string::npos);
+            auto r = parse_reply(c.data.substr(next));
+            CHECK(r.status == 200);
+            CHECK(r.body == R"({"n":)" + std::to_string(i) + "}");
+            at = next + 1;
+        }
+    }
+}
+
+TEST_CASE("a request with a transfer coding other than chunked alone is refused with a JSON error, never parsed") {
+    auto handled = std::make_shared<std::atomic<int>>(0);
+    http_handler echo = [handled](http_request& req) -> asio::awaitable<http_reply> {
+        ++*handled;
+        co_return json_response(http::status::ok, req.body(), req.version());
+    };
+    running_server s({}, echo);
+    std::string const chunked_body = "e\r\n{\"plain\":true}\r\n0\r\n\r\n";
+    auto send = [&](std::string const& version, std::string const& headers) {
+        auto c = raw_connection::tcp(s.port());
+        c.send("POST /call " + version + "\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + headers + "\r\n" +
+               chunked_body);
+        c.read_until(reply_complete, 3s);
+        return parse_reply(c.data);
+    };
+    SECTION("a coding before chunked: 501") {
+        for (std::string te : {"gzip, chunked", "deflate, chunked", "compress, chunked", "br,chunked", "x-custom , chunked",
+                               "identity, chunked", "GZIP,\tchunked"}) {
+            INFO(te);
+            auto r = send("HTTP/1.1", "Transfer-Encoding: " + te + "\r\n");
+            CHECK(r.status == 501);
+            CHECK(header_value(r.head, "Content-Type") == "application/json");
+            CHECK_THAT(r.body, Catch::Contains("unsupported_transfer_coding") && Catch::Contains("chunked"));
+        }
+        // The same, split over two fields.
+        CHECK(send("HTTP/1.1", "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n").status == 501);
+    }
+    SECTION("no chunked at the end, chunked twice, Content-Length beside it, or HTTP/1.0: 400") {
+        for (std::string headers : {"Transfer-Encoding: gzip\r\n", "Transfer-Encoding: chunked, gzip\r\n",
+                                    "Transfer-Encoding: chunked, chunked\r\n",
+                                    "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+                                    "Transfer-Encoding: ,\r\n", "Content-Length: 22\r\nTransfer-Encoding: chunked\r\n",
+                                    "Transfer-Encoding: chunked\r\nContent-Length: 22\r\n"}) {
+            INFO(headers);
+            auto r = send("HTTP/1.1", headers);
+            CHECK(r.status == 400);
+            CHECK(header_value(r.head, "Content-Type") == "application/json");
+        }
+        auto r = send("HTTP/1.0", "Transfer-Encoding: chunked\r\n");
+        CHECK(r.status == 400);
+        CHECK_THAT(r.body, Catch::Contains("HTTP/1.0"));
+    }
+    CHECK(*handled == 0);
+    SECTION("chunked alone is read") {
+        for (std::string te : {"chunked", "Chunked", " chunked "}) {
+            auto r = send("HTTP/1.1", "Transfer-Encoding: " + te + "\r\n");
+            CHECK(r.status == 200);
+            CHECK(r.body == R"({"plain":true})");
+        }
+    }
+}

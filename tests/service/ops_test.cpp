@@ -1,7 +1,9 @@
 // airlock as operators see it: /healthz, /readyz, /metrics (checked by promtool) and the request
 // log, from the real binary with a real upstream and the official SDK client driving traffic.
+#include "tests/service/endpoint_test_client.hpp"
 #include "tests/service/sidecar_deployment.hpp"
 #include "tests/support/child_process.hpp"
+#include "tests/support/file_text.hpp"
 #include "tests/support/gateway_deployment.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/node_peers.hpp"
@@ -142,6 +144,84 @@ TEST_CASE("an upstream marked optional that cannot start leaves airlock ready") 
     auto check = json::parse(r.body).at("checks").at("upstream:broken");
     CHECK(check.at("optional") == true);
     CHECK(check.at("ok") == true);
+}
+
+TEST_CASE("while the journal's map is full readyz is 503 naming map_full, the log names journal.map_size, and metrics show the map's use") {
+    deployment d;
+    {
+        // The smallest map airlock accepts, which a few calls with large arguments fill.
+        auto text = file_text(d.config);
+        auto at = text.find("journal: { dir: journal }");
+        REQUIRE(at != std::string::npos);
+        text.replace(at, 25, "journal: { dir: journal, map_size: 1MiB }");
+        std::ofstream(d.config) << text;
+    }
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    REQUIRE(readyz_until(port, 200).status == 200);
+    auto before = http_get(port, "/metrics");
+    CHECK(sample(before.body, "airlock_journal_map_size_bytes") == 1024 * 1024);
+    CHECK(sample(before.body, "airlock_journal_map_used_bytes") > 0);
+    CHECK(sample(before.body, "airlock_journal_map_used_bytes") < 512 * 1024);
+
+    std::string const message(60 * 1024, 'm');
+    std::string const call = R"("name":"everything__echo","arguments":{"message":")" + message + R"("},)";
+    bool unavailable = false;
+    for (int i = 0; i < 40 && !unavailable; ++i) {
+        auto r = modern_post(port, alice_token, "tools/call", "everything__echo", call);
+        REQUIRE(r.status == 200);
+        unavailable = r.body.find("the journal is unavailable") != std::string::npos;
+    }
+    REQUIRE(unavailable);
+
+    auto ready = http_get(port, "/readyz");
+    INFO(ready.body);
+    CHECK(ready.status == 503);
+    auto body = json::parse(ready.body).as_object();
+    CHECK(body.at("failed").as_array() == json::array{"journal"});
+    CHECK(body.at("checks").at("journal").at("ok") == false);
+    CHECK(body.at("checks").at("journal").at("state") == "map_full");
+    // The probe /readyz starts finds no room either (nothing freed any): still not ready.
+    std::this_thread::sleep_for(1200ms);
+    CHECK(http_get(port, "/readyz").status == 503);
+    std::this_thread::sleep_for(200ms);
+    auto still = http_get(port, "/readyz");
+    CHECK(still.status == 503);
+    CHECK(still.body.find("map_full") != std::string::npos);
+
+    auto scrape = http_get(port, "/metrics");
+    CHECK(sample(scrape.body, "airlock_journal_map_used_bytes") > 0.9 * 1024 * 1024);
+    CHECK(sample(scrape.body, "airlock_journal_map_used_bytes") <= 1024 * 1024);
+    auto err = airlock.stderr_text();
+    CHECK_THAT(err, Catch::Contains("journal.map_size"));
+    CHECK(err.find("store.map_size") == std::string::npos);
+}
+
+TEST_CASE("one client holding more idle connections than max_connections locks nobody out: calls and probes are served") {
+    deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    REQUIRE(readyz_until(port, 200).status == 200);
+    // The default max_connections is 1024: more than that, from one address (127.0.0.2), idle.
+    std::vector<raw_connection> flood;
+    for (int i = 0; i < 1100; ++i) flood.push_back(raw_connection::tcp(port, "127.0.0.2"));
+    // Its share is a quarter of max_connections; what is past it was closed or refused.
+    double open = -1;
+    for (int i = 0; i < 100; ++i) {
+        auto scrape = http_get(port, "/metrics");
+        open = sample(scrape.body, "airlock_active_connections");
+        if (scrape.status == 200 && open >= 0 && open <= 256 + 2 + 1) break;
+        std::this_thread::sleep_for(100ms);
+    }
+    CHECK(open <= 256 + 2 + 1);
+    std::string const sum = R"("name":"everything__get-sum","arguments":{"a":2,"b":3},)";
+    for (int i = 0; i < 3; ++i) {
+        CHECK(http_get(port, "/healthz").status == 200);
+        CHECK(http_get(port, "/readyz").status == 200);
+        auto call = modern_post(port, alice_token, "tools/call", "everything__get-sum", sum);
+        CHECK(call.status == 200);
+        CHECK_THAT(call.body, Catch::Contains("The sum of 2 and 3 is 5."));
+    }
 }
 
 TEST_CASE("metrics after real gateway traffic pass promtool and show calls, denials, routes and the journal") {

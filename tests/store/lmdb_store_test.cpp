@@ -11,10 +11,12 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -548,4 +550,97 @@ TEST_CASE("SIGKILL at a random moment loses no acknowledged record, 20 rounds in
         }
     }
     CHECK(acknowledged.size() > 0);
+}
+
+TEST_CASE("a full map is the store's write fault, named with journal.map_size, and its map use shows it") {
+    temp_dir dir;
+    auto s = open_store(dir.path(), store::durability::durable, std::size_t{1} << 20);  // 1 MiB map
+    CHECK_FALSE(s->write_fault().has_value());
+    auto before = s->map_usage();
+    CHECK(before.map_size == std::size_t{1} << 20);
+    CHECK(before.used_bytes > 0);
+    CHECK(before.used_bytes < before.map_size / 4);
+    REQUIRE(run_awaitable(s->async_append("big", {admitted()})).has_value());
+    std::string filler(50 * 1024, 'x');
+    std::optional<core::error> failure;
+    for (int i = 0; i < 200 && !failure; ++i)
+        if (auto r = run_awaitable(s->async_append("big", {note(filler)})); !r) failure = r.error();
+    REQUIRE(failure.has_value());
+    CHECK_THAT(failure->message, Catch::Contains("journal.map_size") && !Catch::Contains("store.map_size"));
+    auto fault = s->write_fault();
+    REQUIRE(fault.has_value());
+    CHECK(fault->code == "map_full");
+    CHECK(s->map_usage().used_bytes > s->map_usage().map_size * 9 / 10);
+    // The probe is as large as the append that failed: it finds no room either, and the fault stays.
+    run_awaitable(s->async_probe_write());
+    CHECK(s->write_fault().has_value());
+    // A refusal says nothing about the journal's health: the fault stays.
+    auto refused = run_awaitable(s->async_append("nobody", {note("not admitted")}));
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(s->write_fault().has_value());
+}
+
+// A file size limit at the journal's present size, for as long as it lives (or until lift()): every
+// write that grows the file fails, as on a full disk (EFBIG instead of ENOSPC; the SIGXFSZ it also
+// raises is ignored meanwhile).
+class file_size_limit {
+public:
+    explicit file_size_limit(std::filesystem::path const& file) : handler_(std::signal(SIGXFSZ, SIG_IGN)) {
+        REQUIRE(::getrlimit(RLIMIT_FSIZE, &was_) == 0);
+        rlimit small = was_;
+        small.rlim_cur = std::filesystem::file_size(file);
+        REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    }
+    ~file_size_limit() { lift(); }
+    void lift() {
+        if (lifted_) return;
+        lifted_ = true;
+        ::setrlimit(RLIMIT_FSIZE, &was_);
+        std::signal(SIGXFSZ, handler_);
+    }
+
+private:
+    rlimit was_{};
+    void (*handler_)(int);
+    bool lifted_ = false;
+};
+
+TEST_CASE("appends that fail because the journal's file cannot grow set the write fault; once it can, a probe clears it") {
+    temp_dir dir;
+    auto s = open_store(dir.path());
+    REQUIRE(run_awaitable(s->async_append("grow", {admitted()})).has_value());
+    file_size_limit limit(dir.path() / "data.mdb");
+    std::string filler(200 * 1024, 'y');
+    auto failed = run_awaitable(s->async_append("grow", {note(filler)}));
+    REQUIRE_FALSE(failed.has_value());
+    CHECK(failed.error().code == "disk_full");
+    auto fault = s->write_fault();
+    REQUIRE(fault.has_value());
+    CHECK(fault->code == "disk_full");
+    run_awaitable(s->async_probe_write());
+    CHECK(s->write_fault().has_value());  // still full: the probe could not be written either
+
+    limit.lift();
+    // Probes are at most one a second.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+    run_awaitable(s->async_probe_write());
+    CHECK_FALSE(s->write_fault().has_value());
+    // The probe left nothing behind, and appends succeed again.
+    auto recs = s->read("grow");
+    REQUIRE(recs.has_value());
+    CHECK(recs->size() == 1);
+    CHECK(run_awaitable(s->async_append("grow", {note(filler)})).has_value());
+}
+
+TEST_CASE("a successful append clears the write fault an earlier one set") {
+    temp_dir dir;
+    auto s = open_store(dir.path());
+    REQUIRE(run_awaitable(s->async_append("again", {admitted()})).has_value());
+    file_size_limit limit(dir.path() / "data.mdb");
+    auto failed = run_awaitable(s->async_append("again", {note(std::string(200 * 1024, 'z'))}));
+    limit.lift();
+    REQUIRE_FALSE(failed.has_value());
+    REQUIRE(s->write_fault().has_value());
+    REQUIRE(run_awaitable(s->async_append("again", {note("small")})).has_value());
+    CHECK_FALSE(s->write_fault().has_value());
 }
