@@ -1077,6 +1077,9 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     auto exec = co_await asio::this_coro::executor;
     auto journal_outcome = async_journal_outcome(options_.journal, *run, std::move(after), std::move(hold));
     asio::co_spawn(exec, std::move(journal_outcome), asio::detached);
+    // A cancelled call is an error, not a tool result: an endpoint that cut it off says so to its
+    // client, and answers a call that landed (a result, journaled as done) with its result.
+    if (!finished) co_return mcp::error_object{mcp::rpc_code::internal_error, "the call was cancelled before it finished", std::nullopt};
     co_return result;
 }
 

@@ -997,6 +997,7 @@ int run_stdio(std::vector<std::string> const& args) {
     so.principal = *principal;
     so.input_request_ttl = c->server.input_request_ttl;
     so.max_message_bytes = c->server.body_limit;
+    so.drain_grace = c->server.drain_grace;
     so.stop = stop;
     auto task = [&]() -> asio::awaitable<void> {
         co_await async_serve_stdio(sc->gw, so);
