@@ -2,6 +2,7 @@
 
 #include "mcp/era.hpp"
 #include "mcp/http_pool.hpp"
+#include "mcp/log_throttle.hpp"
 #include "mcp/messages.hpp"
 #include "mcp/on_strand.hpp"
 #include "mcp/sse.hpp"
@@ -145,6 +146,8 @@ struct http_transport::state : std::enable_shared_from_this<state> {
 
     // Strand only.
     bool closed = false;
+    // The server can make these happen once per message: logged once per interval with a count.
+    log_throttle repeated_log;
 
     static http_pool_options pool_options(http_transport_options const& o) {
         return http_pool_options{"mcp http " + o.server_name, o.url,           o.headers,   o.verify_peer,
@@ -333,8 +336,9 @@ struct http_transport::state : std::enable_shared_from_this<state> {
                                : message(error_response{sreq.id, std::move(answer.error())});
         auto r = co_await post_message(std::move(reply), std::string_view(), deadline);
         if (!r)
-            spdlog::warn("mcp http {}: the reply to the server's {} request was not delivered: {}", name(), sreq.method,
-                         r.error().detail);
+            if (auto more = repeated_log.admit("reply not delivered"))
+                spdlog::warn("mcp http {}: the reply to the server's {} request was not delivered: {}{}", name(), sreq.method,
+                             r.error().detail, *more);
         co_return true;
     }
 
@@ -385,7 +389,9 @@ struct http_transport::state : std::enable_shared_from_this<state> {
                         deliver(*n, o);
                     } else if (auto* sreq = std::get_if<request>(&*m)) {
                         if (e == era::modern) {
-                            spdlog::warn("mcp http {}: ignored a {} request on a modern response stream", name(), sreq->method);
+                            if (auto more = repeated_log.admit("request on a modern stream"))
+                                spdlog::warn("mcp http {}: ignored a {} request on a modern response stream{}", name(),
+                                             sreq->method, *more);
                             continue;
                         }
                         request asked = std::move(*sreq);

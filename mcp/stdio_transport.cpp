@@ -1,6 +1,7 @@
 #include "mcp/stdio_transport.hpp"
 
 #include "mcp/line_framer.hpp"
+#include "mcp/log_throttle.hpp"
 #include "mcp/on_strand.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -247,6 +248,8 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     std::atomic<bool> abandoned{false};
     std::atomic<int> current_pid{-1};
     std::atomic<std::uint64_t> children_lost{0};
+    // The server can make these happen once per line: logged once per interval with a count.
+    log_throttle repeated_log;
 
     // strand only
     std::shared_ptr<stdio_child> current;
@@ -629,8 +632,9 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
             auto v = json::parse(line, ec);
             bool reply_shaped = !ec && v.is_object() && !v.get_object().contains("method");
             if (auto p = reply_shaped ? awaiting_reply(c, *id) : nullptr) {
-                spdlog::warn("upstream {}: the reply to request {} is not valid JSON-RPC ({}): {}", name(), to_string(*id),
-                             reason, excerpt(line));
+                if (auto more = repeated_log.admit("unreadable reply"))
+                    spdlog::warn("upstream {}: the reply to request {} is not valid JSON-RPC ({}): {}{}", name(),
+                                 to_string(*id), reason, excerpt(line), *more);
                 pending.erase(*id);
                 p->error = fail(transport_error::kind::protocol,
                                 "upstream " + name() + ": the reply to request " + to_string(*id) +
@@ -639,8 +643,9 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
                 return;
             }
         }
-        spdlog::warn("upstream {}: skipped a stdout line that is not a JSON-RPC message ({}): {}", name(), reason,
-                     excerpt(line));
+        if (auto more = repeated_log.admit("not JSON-RPC"))
+            spdlog::warn("upstream {}: skipped a stdout line that is not a JSON-RPC message ({}): {}{}", name(), reason,
+                         excerpt(line), *more);
     }
 
     // A line longer than max_message_bytes is not read. If it answers a call in flight, that call
@@ -649,11 +654,14 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         auto const limit = std::to_string(opts.max_message_bytes);
         auto p = owner_of_oversized(c, skipped);
         if (!p) {
-            spdlog::warn("upstream {}: skipped a stdout message longer than {} bytes (max_message_bytes)", name(), limit);
+            if (auto more = repeated_log.admit("oversized"))
+                spdlog::warn("upstream {}: skipped a stdout message longer than {} bytes (max_message_bytes){}", name(), limit,
+                             *more);
             return;
         }
-        spdlog::warn("upstream {}: the reply to request {} is longer than {} bytes (max_message_bytes); the request fails",
-                     name(), to_string(p->id), limit);
+        if (auto more = repeated_log.admit("oversized reply"))
+            spdlog::warn("upstream {}: the reply to request {} is longer than {} bytes (max_message_bytes); the request fails{}",
+                         name(), to_string(p->id), limit, *more);
         pending.erase(p->id);
         p->error = fail(transport_error::kind::protocol, "upstream " + name() + ": the server sent a message of more than " +
                                                              limit + " bytes in reply to request " + to_string(p->id) +

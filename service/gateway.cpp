@@ -78,6 +78,12 @@ mcp::error_object no_such_resource(std::string const& uri) {
     return mcp::error_object{resource_not_found, "Resource not found: " + uri, json::value(json::object{{"uri", uri}})};
 }
 
+// A caller's cancellation passed on to the call it cancels, remembering that it came.
+struct cancellation_seen {
+    asio::cancellation_signal inner;
+    bool seen = false;
+};
+
 // Runs `op` as a child that the client's cancellation reaches (the transport then tells the
 // upstream); nullopt when it was cancelled before it finished. The slot is cleared afterwards: it
 // outlives the child, and a late cancellation must find nothing to call.
@@ -1191,7 +1197,16 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     auto call = up->client->async_call_tool(tool, arguments, block, on_progress, deadline, on_notification,
                                             on_server_request);
     auto call_started = std::chrono::steady_clock::now();
-    auto finished = co_await async_cancellable(ctx.cancelled, std::move(call));
+    // Whether the caller's cancellation reached the call: a call it cut short fails with an error,
+    // not a tool result, whether the cancellation ended the wait here or in the transport.
+    auto cancelled = std::make_shared<cancellation_seen>();
+    if (ctx.cancelled.is_connected())
+        ctx.cancelled.assign([cancelled](asio::cancellation_type t) {
+            cancelled->seen = true;
+            cancelled->inner.emit(t);
+        });
+    auto finished = co_await async_cancellable(cancelled->inner.slot(), std::move(call));
+    if (ctx.cancelled.is_connected()) ctx.cancelled.clear();
     auto call_took = std::chrono::steady_clock::now() - call_started;
     core::tool_result<mcp::call_tool_result> outcome =
         finished ? std::move(*finished)
@@ -1235,6 +1250,10 @@ asio::awaitable<mcp::handler_result> gateway::async_call(mcp::request const& req
     auto exec = co_await asio::this_coro::executor;
     auto journal_outcome = async_journal_outcome(options_.journal, *run, std::move(after), std::move(hold));
     asio::co_spawn(exec, std::move(journal_outcome), asio::detached);
+    // A call the cancellation cut short is an error, not a tool result: an endpoint that cut it off
+    // says so to its client, and answers a call that landed (journaled as done) with its result.
+    if (!outcome && cancelled->seen)
+        co_return mcp::error_object{mcp::rpc_code::internal_error, "the call was cancelled before it finished", std::nullopt};
     co_return result;
 }
 

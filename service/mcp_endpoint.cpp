@@ -1,6 +1,7 @@
 #include "service/mcp_endpoint.hpp"
 
 #include "mcp/era.hpp"
+#include "mcp/log_throttle.hpp"
 #include "mcp/mrtr.hpp"
 #include "service/durations.hpp"
 #include "service/mrtr_rounds.hpp"
@@ -292,7 +293,8 @@ struct exchange {
     std::atomic<bool> gone{false};       // the client can no longer receive what this request emits
     std::atomic<bool> cancelled{false};  // the client cancelled it (notifications/cancelled or closed modern stream)
     // running → answered (the backend returned) or → cut_off (airlock ended it while running: the
-    // client is told so); whichever comes first holds, so a finished result is never replaced.
+    // client is told so, unless the backend finished it all the same); whichever comes first holds,
+    // so a finished result is never replaced.
     enum class stage { running, answered, cut_off, deleted };
     std::atomic<stage> ended{stage::running};
     // Modern: a capability the request turned out to need that the client did not declare; the
@@ -409,6 +411,10 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     clock_type::time_point last_sweep{};
     std::map<std::string, std::shared_ptr<exchange>> pending_inputs;  // parked MRTR requests by pending id
     std::optional<mcp::mrtr::state_sealer> sealer;
+    // What a client can make happen once per request or per notification is logged once per
+    // interval with a count: refusals at the door (per client address), dropped notifications.
+    mcp::log_throttle door_log;
+    std::shared_ptr<mcp::log_throttle> dropped_log = std::make_shared<mcp::log_throttle>();
 
     impl(std::shared_ptr<mcp::server_backend> b, mcp_endpoint_options o) : backend(std::move(b)), options(std::move(o)) {
         configure(options.listen_host, options.listen_port, options.unix_socket);
@@ -450,14 +456,16 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             if (it == req.end()) return forbidden("a Host header is required");
             auto h = lowered(trim(it->value()));
             if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) {
-                spdlog::warn("mcp: refused a request for Host '{}' (DNS rebinding protection)", h);
+                if (auto more = door_log.admit(std::string("host ") + std::string(client_address(req))))
+                    spdlog::warn("mcp: refused a request for Host '{}' (DNS rebinding protection){}", h, *more);
                 return forbidden("this Host is not allowed");
             }
         }
         if (auto it = req.find(http::field::origin); it != req.end()) {
             auto o = lowered(trim(it->value()));
             if (std::find(origins.begin(), origins.end(), o) == origins.end()) {
-                spdlog::warn("mcp: refused a request from Origin '{}'", o);
+                if (auto more = door_log.admit(std::string("origin ") + std::string(client_address(req))))
+                    spdlog::warn("mcp: refused a request from Origin '{}'{}", o, *more);
                 return forbidden("this Origin is not allowed");
             }
         }
@@ -486,13 +494,16 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         constexpr std::string_view scheme = "bearer";
         if (value.size() <= scheme.size() || !iequals(value.substr(0, scheme.size()), scheme) ||
             (value[scheme.size()] != ' ' && value[scheme.size()] != '\t')) {
-            spdlog::warn("mcp: refused a request from {} with a non-bearer Authorization header", client_address(req));
+            if (auto more = door_log.admit(std::string("scheme ") + std::string(client_address(req))))
+                spdlog::warn("mcp: refused a request from {} with a non-bearer Authorization header{}", client_address(req),
+                             *more);
             return unauthorized("the Authorization header must be 'Bearer <token>'", true);
         }
         auto token = trim(value.substr(scheme.size()));
         auto principal = options.authenticate(token);
         if (!principal) {
-            spdlog::warn("mcp: refused a request from {} with an unknown bearer token", client_address(req));
+            if (auto more = door_log.admit(std::string("token ") + std::string(client_address(req))))
+                spdlog::warn("mcp: refused a request from {} with an unknown bearer token{}", client_address(req), *more);
             return unauthorized("the bearer token is not valid", true);
         }
         return std::move(*principal);
@@ -861,7 +872,9 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         auto expected = exchange::stage::running;
         bool cut_off = !ex->ended.compare_exchange_strong(expected, exchange::stage::answered) &&
                        (expected == exchange::stage::cut_off || expected == exchange::stage::deleted);
-        if (cut_off)
+        // What the backend finished all the same (its call landed, and the journal says done) is
+        // answered as it is: "cut off" is said only of what the cancellation ended, which returns an error.
+        if (cut_off && !result)
             result = expected == exchange::stage::deleted ? mcp_rules::cut_off_by_delete() : mcp_rules::cut_off_by_stop();
         outgoing o = final_message(e, ex->method, id, std::move(result));
         o.suppress = ex->cancelled && !cut_off;
@@ -945,7 +958,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             quiet->cancel();
             if (!completed) self->client_gone(ex);
         };
-        auto pump_task = pump(self, ex, body, std::move(first));
+        auto pump_task = pump(self, ex, body, quiet, std::move(first));
         asio::co_spawn(exec, std::move(pump_task), asio::detached);
         auto ka = keep_alive_loop(quiet, body, options.keep_alive_interval);
         asio::co_spawn(exec, std::move(ka), asio::detached);
@@ -954,8 +967,12 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     // Moves a request's messages onto its SSE stream. Keep-alive comments come from a loop of their
     // own: racing the receive against a timer could lose a message that arrives as the timer fires.
+    // The stream ends right after the response it exists for: the keep-alive loop stops, and the
+    // end of the body waits for room behind what is buffered (a notification flood fills the
+    // buffer; an end marker tried and dropped there left the body open for good).
     static asio::awaitable<void> pump(std::shared_ptr<impl> self, std::shared_ptr<exchange> ex,
-                                      std::shared_ptr<http_body_channel> body, outgoing first) {
+                                      std::shared_ptr<http_body_channel> body,
+                                      std::shared_ptr<asio::steady_timer> quiet, outgoing first) {
         auto s = ex->owner.lock();
         bool legacy = ex->ctx.client_era == mcp::era::legacy;
         auto next_id = [&]() -> std::optional<std::string> {
@@ -982,12 +999,15 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             auto [ec, o] = co_await async_next(self, ex);
             if (ec) {
                 // Closed because the client left; make sure the stream ends if it has not.
-                body->try_send(asio::error::connection_aborted, std::string());
+                quiet->cancel();
+                co_await body->async_send(asio::error::connection_aborted, std::string(), as_tuple(use_awaitable));
                 co_return;
             }
             item = std::move(o);
         }
-        body->try_send(asio::error::eof, std::string());
+        quiet->cancel();
+        // A send that fails finds the stream already over.
+        co_await body->async_send(asio::error::eof, std::string(), as_tuple(use_awaitable));
     }
 
     // The next message of a request for its reader. An input_required marker ends the round with
@@ -1030,8 +1050,9 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             }
         }
         if (full) {
-            spdlog::warn("mcp: {} requests already wait for client input; {} {} refused", options.max_pending_inputs,
-                         ex->method, ex->key);
+            if (auto more = door_log.admit("inputs " + ex->ctx.principal))
+                spdlog::warn("mcp: {} requests already wait for client input; {} {} refused{}", options.max_pending_inputs,
+                             ex->method, ex->key, *more);
             mcp::error_object err{mcp::rpc_code::internal_error, "too many requests are waiting for client input; retry later",
                                   std::nullopt};
             mcp::request_id id;
@@ -1124,14 +1145,16 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         ls->keep_alive = std::make_shared<asio::steady_timer>(exec);
         ls->body->try_send(error_code{}, std::move(opening));
         std::weak_ptr<listen_stream> weak = ls;
-        ls->listener = backend->add_session_listener(principal, session_id, [weak, format = std::move(format)](mcp::notification const& n) {
+        auto on_notification = [weak, format = std::move(format), dropped = dropped_log](mcp::notification const& n) {
             auto l = weak.lock();
             if (!l || l->ended) return;
             auto text = format(n);
             if (!text) return;
             if (!l->body->try_send(error_code{}, std::move(*text)) && l->body->is_open())
-                spdlog::warn("mcp: a notification stream is not keeping up; dropped {}", n.method);
-        });
+                if (auto more = dropped->admit(n.method))
+                    spdlog::warn("mcp: a notification stream is not keeping up; dropped {}{}", n.method, *more);
+        };
+        ls->listener = backend->add_session_listener(principal, session_id, std::move(on_notification));
         ls->listening = true;
         auto self = shared_from_this();
         http_stream st;

@@ -1038,6 +1038,7 @@ int run_stdio(std::vector<std::string> const& args) {
     so.principal = *principal;
     so.input_request_ttl = c->server.input_request_ttl;
     so.max_message_bytes = c->server.body_limit;
+    so.drain_grace = c->server.drain_grace;
     so.stop = stop;
     auto task = [&]() -> asio::awaitable<void> {
         // Before the first request: a run left open by a process that is gone is sealed before this

@@ -3,6 +3,7 @@
 #include "mcp/era.hpp"
 #include "mcp/jsonrpc.hpp"
 #include "mcp/line_framer.hpp"
+#include "mcp/log_throttle.hpp"
 #include "mcp/messages.hpp"
 #include "mcp/on_strand.hpp"
 #include "service/mcp_endpoint.hpp"
@@ -28,6 +29,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -102,10 +104,13 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     // options.stop: the first request ends reading (its cancellation), the next the wait in close().
     asio::cancellation_signal stop_reading;
     int stops = 0;
+    // The client can make these happen once per message: logged once per interval with a count.
+    mcp::log_throttle repeated_log;
 
     void post_line(mcp::message const& m) {
         if (!outbox.try_send(error_code{}, mcp::serialize(m)) && outbox.is_open())
-            spdlog::warn("stdio: the client is not reading; a message was dropped");
+            if (auto more = repeated_log.admit("dropped"))
+                spdlog::warn("stdio: the client is not reading; a message was dropped{}", *more);
     }
 
     asio::awaitable<void> send_line(mcp::message const& m) {
@@ -243,8 +248,9 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                                                rq->mrtr_params ? *rq->mrtr_params : json::object{},
                                                self->pending_inputs.size(), self->input_limits(), self->options.random);
         if (!result) {
-            spdlog::warn("stdio: {} requests already wait for client input; {} {} refused", self->options.max_pending_inputs,
-                         rq->method, rq->key);
+            if (auto more = self->repeated_log.admit("inputs"))
+                spdlog::warn("stdio: {} requests already wait for client input; {} {} refused{}",
+                             self->options.max_pending_inputs, rq->method, rq->key, *more);
             mcp::message refused = mcp::make_error_response(in.reply_id, mcp::rpc_code::internal_error,
                                                             "too many requests are waiting for client input; retry later");
             self->cancel(*rq);
@@ -335,9 +341,11 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
             }
         }
         // A cancelled request gets no response (the cancellation rules of both eras), unless
-        // airlock cut it off: then its client, which may still be reading, learns why.
-        if (!parked && rq->cut_off) result = mcp_rules::cut_off_by_stop();
-        if (!parked && (rq->cut_off || (!rq->cancelled && !self->closing))) {
+        // airlock cut it off: then its client, which may still be reading, learns why. A request
+        // the backend finished all the same (its call landed, and the journal says done) gets its
+        // answer: "cut off" is said only of what the cancellation did end, which returns an error.
+        if (!parked && rq->cut_off && !result) result = mcp_rules::cut_off_by_stop();
+        if (!parked && (rq->cut_off || !rq->cancelled)) {
             auto reply = reply_of(rq->ctx.client_era, rq->method, id, std::move(result));
             co_await self->send_line(reply);
         }
@@ -562,39 +570,54 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         auto id = skipped.id();
         if (!skipped.head.has_method && id && std::holds_alternative<std::int64_t>(*id) &&
             asks.contains(std::get<std::int64_t>(*id))) {
-            spdlog::warn("stdio: the client's answer {} is longer than {} bytes (server.body_limit); the question fails",
-                         mcp::to_string(*id), limit);
+            if (auto more = repeated_log.admit("oversized answer"))
+                spdlog::warn("stdio: the client's answer {} is longer than {} bytes (server.body_limit); the question fails{}",
+                             mcp::to_string(*id), limit, *more);
             on_answer(mcp::make_error_response(*id, mcp::rpc_code::invalid_request,
                                                "the client's answer was longer than " + limit + " bytes"));
             return;
         }
         if (!skipped.head.has_method) id.reset();
-        spdlog::warn("stdio: skipped a message {}longer than {} bytes (server.body_limit)",
-                     id ? "(id " + mcp::to_string(*id) + ") " : std::string(), limit);
+        if (auto more = repeated_log.admit("oversized"))
+            spdlog::warn("stdio: skipped a message {}longer than {} bytes (server.body_limit){}",
+                         id ? "(id " + mcp::to_string(*id) + ") " : std::string(), limit, *more);
         post_line(mcp::make_error_response(std::move(id), mcp::rpc_code::invalid_request,
                                            "Invalid request: the message is longer than " + limit +
                                                " bytes (server.body_limit) and was not read"));
     }
 
-    // options.stop, on the strand.
+    // options.stop, on the strand: the first ends reading, the next ends the wait in close() that
+    // is under way (the drain grace, then the wait for requests cut off).
     void on_stop() {
         if (++stops == 1) {
             stop_reading.emit(asio::cancellation_type::terminal);
             return;
         }
-        if (running > 0) spdlog::warn("stdio: not waiting for {} request(s) still running", running);
+        if (running > 0 && stops == 2) spdlog::warn("stdio: stopping now: {} request(s) still running are cut off", running);
+        if (running > 0 && stops > 2) spdlog::warn("stdio: not waiting for {} request(s) still running", running);
         idle.cancel();
     }
 
-    // End of input (or a stop). A client that closed only its write end may still be reading, so
-    // each request cut off is answered, rather than left for the client to wait on forever.
+    // Until no request runs, `deadline` passes, or options.stop has been requested `stops_until` times.
+    asio::awaitable<void> async_wait_for_requests(std::chrono::steady_clock::time_point deadline, int stops_until) {
+        while (running > 0 && stops < stops_until && std::chrono::steady_clock::now() < deadline) {
+            idle.expires_at(deadline);
+            co_await idle.async_wait(as_tuple(use_awaitable));
+        }
+    }
+
+    // How long requests cut off get to return from their cancellation before the session ends
+    // without them (a backend that ignores its cancellation slot does not keep the process alive).
+    static constexpr std::chrono::seconds cut_off_wait{2};
+
+    // End of input (or a stop). A client that closed only its write end may still be reading
+    // (`printf ... | airlock stdio` does just that), so requests in flight get the drain grace to
+    // finish and are answered as usual; those still running then are cut off, and each is answered
+    // with an error saying so, rather than left for the client to wait on forever.
     asio::awaitable<void> close() {
         closing = true;
-        for (auto& [key, rq] : in_flight) {
-            rq->cut_off = !rq->cancelled;
-            cancel(*rq);
-        }
-        // Parked requests too; their expiry timers would otherwise keep the process up.
+        // Nothing more can come from the client: questions to it cannot be answered, and parked
+        // requests cannot be retried. Their expiry timers would otherwise keep the process up.
         for (auto& [key, rq] : pending_inputs) {
             if (rq->input->expiry) rq->input->expiry->cancel();
             cancel(*rq);
@@ -606,11 +629,17 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         legacy_listener.reset();
         for (auto& [key, l] : subscriptions) backend->remove_listener(l);
         subscriptions.clear();
-        // Bounded: a backend that ignores its cancellation slot does not keep the process alive.
-        auto deadline = std::chrono::steady_clock::now() + options.drain_grace;
-        while (running > 0 && stops < 2 && std::chrono::steady_clock::now() < deadline) {
-            idle.expires_at(deadline);
-            co_await idle.async_wait(as_tuple(use_awaitable));
+        // The stop that ended reading, or the end of input, counts as the first: the next stop
+        // cuts the grace short.
+        stops = std::max(stops, 1);
+        co_await async_wait_for_requests(std::chrono::steady_clock::now() + options.drain_grace, 2);
+        if (running > 0) {
+            spdlog::info("stdio: cutting off {} request(s) still running", running);
+            for (auto& [key, rq] : in_flight) {
+                rq->cut_off = !rq->cancelled;
+                cancel(*rq);
+            }
+            co_await async_wait_for_requests(std::chrono::steady_clock::now() + cut_off_wait, 3);
         }
         if (running > 0) spdlog::warn("stdio: {} request(s) still running at exit", running);
         if (initialized) {

@@ -265,8 +265,8 @@ TEST_CASE("airlock stdio answers a line over server.body_limit with -32600 and t
     CHECK(answers["9"].contains("result"));
 }
 
-TEST_CASE("SIGTERM to airlock stdio answers a call in flight with an error saying airlock is stopping") {
-    sidecar_deployment d;
+TEST_CASE("SIGTERM to airlock stdio answers a call still running after the drain grace with an error saying airlock is stopping") {
+    sidecar_deployment d({"slow", "hold", "release"}, "    drain_grace: 1s\n");
     child_process airlock({AIRLOCK_BINARY, "stdio", "--config", d.config.string()}, {}, child_stdin::pipe);
     // hold runs until released, with a progress notification every 200 ms: the first says it is under way.
     REQUIRE(airlock.write_stdin(stdio_session(
@@ -285,5 +285,81 @@ TEST_CASE("SIGTERM to airlock stdio answers a call in flight with an error sayin
     CHECK_THAT(std::string(answers[0].at("error").at("message").as_string()),
                Catch::Contains("airlock is stopping: this request was cut off"));
     // The session's run holds the cut-off call's outcome, then its seal.
+    d.check_outcome_then_seal("effect_failed");
+}
+
+namespace {
+
+// The answers on `airlock stdio`'s output, by id (as JSON text).
+std::map<std::string, boost::json::object> answers_by_id(std::string const& out) {
+    std::map<std::string, boost::json::object> answers;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);) {
+        auto m = boost::json::parse(line).as_object();
+        if (m.contains("id")) answers[boost::json::serialize(m.at("id"))] = m;
+    }
+    return answers;
+}
+
+}  // namespace
+
+TEST_CASE("airlock stdio answers every request of input piped in whole with its result, as the journal records it") {
+    // What `printf '<initialize>\n<initialized>\n<requests>\n' | airlock stdio` sends: all at once,
+    // then the end of input, before the first answer. Each mix is run twice.
+    std::vector<std::pair<std::vector<std::string>, int>> const mixes = {
+        {{R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})",
+          R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hold__slow","arguments":{"steps":1}}})"},
+         1},
+        {{R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold__slow","arguments":{"steps":4}}})",
+          R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hold__release","arguments":{}}})",
+          R"({"jsonrpc":"2.0","id":4,"method":"ping"})"},
+         2},
+        {{R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold__slow","arguments":{"steps":2},"_meta":{"progressToken":"p"}}})",
+          R"({"jsonrpc":"2.0","id":3,"method":"tools/list"})",
+          R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"hold__slow","arguments":{"steps":1}}})",
+          R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hold__slow","arguments":{"steps":3}}})"},
+         3},
+    };
+    for (std::size_t m = 0; m < mixes.size(); ++m) {
+        for (int round = 0; round < 2; ++round) {
+            auto const& [requests, calls] = mixes[m];
+            sidecar_deployment d;
+            child_process airlock({AIRLOCK_BINARY, "stdio", "--config", d.config.string()}, {}, child_stdin::pipe);
+            std::string input;
+            for (auto const& r : requests) input += (input.empty() ? "" : "\n") + r;
+            REQUIRE(airlock.write_stdin(stdio_session(input)));
+            airlock.close_stdin();
+            INFO("mix " << m << ", round " << round << ":\n" << airlock.stdout_text() << airlock.stderr_text());
+            REQUIRE(airlock.wait(60s) == 0);
+            auto answers = answers_by_id(airlock.stdout_text());
+            for (std::size_t i = 0; i < requests.size(); ++i) {
+                auto id = std::to_string(i + 2);
+                INFO("id " << id);
+                REQUIRE(answers.contains(id));
+                CHECK(answers[id].contains("result"));
+                CHECK_FALSE(answers[id].contains("error"));
+            }
+            CHECK(d.records_of("effect_done") == calls);
+            CHECK(d.records_of("effect_failed") == 0);
+        }
+    }
+}
+
+TEST_CASE("a second SIGTERM to airlock stdio ends the drain grace: what still runs is cut off and answered so") {
+    sidecar_deployment d;  // a 60 s grace
+    child_process airlock({AIRLOCK_BINARY, "stdio", "--config", d.config.string()}, {}, child_stdin::pipe);
+    REQUIRE(airlock.write_stdin(stdio_session(
+        R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold__hold","arguments":{},"_meta":{"progressToken":"p"}}})")));
+    INFO(airlock.stdout_text() << airlock.stderr_text());
+    REQUIRE(stdout_shows(airlock, "notifications/progress"));
+    airlock.signal(SIGTERM);
+    REQUIRE(airlock.wait_for_stderr_line("ending the session", 10s));
+    std::this_thread::sleep_for(300ms);
+    airlock.signal(SIGTERM);
+    CHECK(airlock.wait(30s) == 0);
+    auto answers = answers_by_id(airlock.stdout_text());
+    REQUIRE(answers.contains("2"));
+    CHECK_THAT(std::string(answers["2"].at("error").at("message").as_string()),
+               Catch::Contains("airlock is stopping: this request was cut off"));
     d.check_outcome_then_seal("effect_failed");
 }

@@ -52,8 +52,10 @@ struct sidecar_deployment {
         m << "  budgets: {}\n";
     }
 
+    // The drain grace is 60 s unless `server` sets it.
     void write_config(std::string const& server, std::string const& extra = "") const {
-        std::ofstream(config) << "server:\n    drain_grace: 60s\n"
+        bool const own_grace = server.find("drain_grace:") == std::string::npos;
+        std::ofstream(config) << "server:\n" << (own_grace ? "    drain_grace: 60s\n" : "")
                               << server << "journal: { dir: journal }\n"
                               << "upstreams:\n  - name: hold\n    stdio: { argv: [\"" << peers::node() << "\", \""
                               << hold_server() << "\"] }\n"
@@ -107,6 +109,16 @@ struct sidecar_deployment {
         return shown.out;
     }
 
+    // How many records of `kind` (effect_done, ...) the one run's `journal show` lists.
+    int records_of(std::string_view kind) const {
+        auto shown = only_run_shown();
+        int n = 0;
+        for (auto at = shown.find("  " + std::string(kind)); at != std::string::npos;
+             at = shown.find("  " + std::string(kind), at + 1))
+            ++n;
+        return n;
+    }
+
     // Its one run holds a call's outcome (`outcome_kind`), and after it the run's seal.
     void check_outcome_then_seal(std::string_view outcome_kind) const {
         auto shown = only_run_shown();
@@ -142,6 +154,32 @@ inline rest_run run_over_rest(std::uint16_t port, std::string const& host, std::
     REQUIRE(j.status == 200);
     out.journal = j.body;
     return out;
+}
+
+// A 2025-11-25 POST to /mcp as alice, in the session `session` (none when empty), asking for
+// Connection: close, so that the server closes the connection once the reply is whole.
+inline std::string legacy_request(std::uint16_t port, std::string const& session, std::string const& body) {
+    std::string head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nAuthorization: Bearer " +
+                       sidecar_deployment::token +
+                       "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                       "MCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n";
+    if (!session.empty()) head += "Mcp-Session-Id: " + session + "\r\n";
+    return head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// Opens a 2025-11-25 session as alice (initialize, then notifications/initialized) and returns its id.
+inline std::string open_legacy_session(std::uint16_t port) {
+    auto init = raw_http(port, legacy_request(port, "", R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{)"
+                                                        R"("protocolVersion":"2025-11-25","capabilities":{},)"
+                                                        R"("clientInfo":{"name":"t","version":"1"}}})"));
+    INFO(init.head << init.body);
+    REQUIRE(init.status == 200);
+    auto at = init.head.find("Mcp-Session-Id: ");
+    REQUIRE(at != std::string::npos);
+    auto session = init.head.substr(at + 16, init.head.find("\r\n", at) - at - 16);
+    auto ack = raw_http(port, legacy_request(port, session, R"({"jsonrpc":"2.0","method":"notifications/initialized"})"));
+    REQUIRE(ack.status == 202);
+    return session;
 }
 
 // The TCP port `airlock serve` reports on its listening line.

@@ -15,6 +15,7 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 using namespace airlock::testing;
 using namespace std::chrono_literals;
@@ -89,6 +90,48 @@ TEST_CASE("SIGTERM drains: a slow call in flight completes, new connections are 
     INFO(verified.out << verified.err);
     CHECK(verified.exit_code == 0);
     CHECK_THAT(verified.out, Catch::Contains("runs verified"));
+}
+
+TEST_CASE("after SIGTERM, calls that finish within the drain grace get their results, the rest are cut off, as the journal says") {
+    sidecar_deployment d({"slow"}, "    drain_grace: 1500ms\n");
+    std::vector<raw_response> answers(8);
+    {
+        child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+        auto port = airlock_port(airlock);
+        auto session = open_legacy_session(port);
+        // Calls of 1 to 8 steps (0.3 to 2.4 s) at once; the grace ends in the middle of them.
+        std::vector<std::thread> clients;
+        for (std::size_t i = 0; i < answers.size(); ++i)
+            clients.emplace_back([&, i] {
+                auto body = R"({"jsonrpc":"2.0","id":)" + std::to_string(10 + i) +
+                            R"(,"method":"tools/call","params":{"name":"hold__slow","arguments":{"steps":)" +
+                            std::to_string(i + 1) + "}}}";
+                answers[i] = raw_http(port, legacy_request(port, session, body), 60s);
+            });
+        std::this_thread::sleep_for(500ms);
+        airlock.signal(SIGTERM);
+        for (auto& c : clients) c.join();
+        INFO(airlock.stderr_text());
+        CHECK(airlock.wait(30s) == 0);
+    }
+    int results = 0, cut_off = 0;
+    for (auto const& a : answers) {
+        INFO(a.head << "\n" << a.body);
+        REQUIRE(a.status == 200);
+        auto m = boost::json::parse(a.body).as_object();
+        if (m.contains("result")) {
+            CHECK_THAT(std::string(m.at("result").at("content").at(0).at("text").as_string()), Catch::StartsWith("slow done"));
+            ++results;
+        } else {
+            CHECK_THAT(std::string(m.at("error").at("message").as_string()), Catch::Contains("this request was cut off"));
+            ++cut_off;
+        }
+    }
+    CHECK(results >= 1);
+    CHECK(cut_off >= 1);
+    // Every result is a call the journal records as done; no call it records as done was cut off.
+    CHECK(d.records_of("effect_done") == results);
+    CHECK(d.records_of("effect_started") == 8);
 }
 
 TEST_CASE("a second SIGTERM during the drain stops airlock at once, and the journal still verifies") {
@@ -296,22 +339,10 @@ TEST_CASE("stopping seals the runs of callers without a session: a 2026-07-28 pr
 
 TEST_CASE("stopping seals an open 2025-11-25 session's run as stopped by airlock, not as ended by its client") {
     check_sealed_as_stopped([](std::uint16_t port) {
-        auto post = [&](std::string const& session, std::string const& body) {
-            std::string head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-                               "\r\nAuthorization: Bearer " + sidecar_deployment::token +
-                               "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-                               "MCP-Protocol-Version: 2025-11-25\r\nConnection: close\r\n";
-            if (!session.empty()) head += "Mcp-Session-Id: " + session + "\r\n";
-            return raw_http(port, head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
-        };
-        auto init = post("", R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",)"
-                             R"("capabilities":{},"clientInfo":{"name":"t","version":"1"}}})");
-        REQUIRE(init.status == 200);
-        auto at = init.head.find("Mcp-Session-Id: ");
-        REQUIRE(at != std::string::npos);
-        auto session = init.head.substr(at + 16, init.head.find("\r\n", at) - at - 16);
+        auto session = open_legacy_session(port);
         // The session stays open after the call: the client neither deletes it nor lets it idle out.
-        auto called = post(session, R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold__release","arguments":{}}})");
+        auto called = raw_http(port, legacy_request(port, session,
+                                                    R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold__release","arguments":{}}})"));
         INFO(called.body);
         REQUIRE(called.status == 200);
     });

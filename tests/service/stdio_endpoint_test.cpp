@@ -4,6 +4,7 @@
 #include "tests/service/endpoint_test_client.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/json_lines.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/peers.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <cstdlib>
 #include <thread>
 
@@ -66,12 +68,14 @@ struct stdio_fixture {
     std::thread thread;
     std::string pending;
 
-    explicit stdio_fixture(std::size_t max_message_bytes = stdio_endpoint_options{}.max_message_bytes) {
+    explicit stdio_fixture(std::size_t max_message_bytes = stdio_endpoint_options{}.max_message_bytes,
+                           std::chrono::milliseconds drain_grace = stdio_endpoint_options{}.drain_grace) {
         REQUIRE(::pipe2(to_server, O_CLOEXEC) == 0);
         REQUIRE(::pipe2(from_server, O_CLOEXEC) == 0);
         stdio_endpoint_options o;
         o.principal = "carol";
         o.max_message_bytes = max_message_bytes;
+        o.drain_grace = drain_grace;
         asio::co_spawn(ioc, async_serve_stdio(backend, o, to_server[0], from_server[1]),
                        [this](std::exception_ptr) { done = true; });
         thread = std::thread([this] { ioc.run(); });
@@ -335,8 +339,8 @@ TEST_CASE("end of input ends the stdio session: the backend hears of it and its 
     CHECK(f.backend->listener_count() == 0);
 }
 
-TEST_CASE("end of input cancels a request still running over stdio and answers it with -32603") {
-    stdio_fixture f;
+TEST_CASE("end of input cancels a request still running over stdio when the drain grace is over and answers it with -32603") {
+    stdio_fixture f(stdio_endpoint_options{}.max_message_bytes, 300ms);
     f.initialize();
     f.send(R"({"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}})");
     REQUIRE(eventually([&] { return f.backend->waits_started() == 1; }));
@@ -349,6 +353,45 @@ TEST_CASE("end of input cancels a request still running over stdio and answers i
     CHECK(answer->at("id") == "w");
     CHECK(answer->at("error").at("code") == -32603);
     CHECK_THAT(std::string(answer->at("error").at("message").as_string()), Catch::Contains("airlock is stopping"));
+}
+
+TEST_CASE("requests in flight at end of input over stdio finish within the drain grace and get their results") {
+    stdio_fixture f;
+    f.initialize();
+    // Sent and the input closed at once, as `printf ... | airlock stdio` does: the answers come after.
+    f.send(R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})");
+    f.send(R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"count","arguments":{"to":5},"_meta":{"progressToken":"c"}}})");
+    f.send(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})");
+    f.close_input();
+    std::map<std::int64_t, json::object> answers;
+    while (auto m = f.next(3s))
+        if (m->contains("id")) answers[m->at("id").to_number<std::int64_t>()] = *m;
+    REQUIRE(f.done.load());
+    for (std::int64_t id : {2, 3, 4}) {
+        INFO("id " << id << ": " << json::serialize(answers[id]));
+        CHECK(answers[id].contains("result"));
+    }
+    CHECK(f.backend->waits_cancelled() == 0);
+}
+
+TEST_CASE("a stdio client that does not read while notifications flood costs one log line per interval, not one per drop") {
+    log_capture logs(spdlog::level::warn);
+    stdio_fixture f;
+    f.initialize();
+    REQUIRE(eventually([&] { return f.backend->listener_count() == 1; }));
+    // Far more than the pipe and the endpoint's outbox hold while nobody reads.
+    for (int i = 0; i < 20'000; ++i) f.backend->emit_tools_changed();
+    auto text = logs.text();
+    std::size_t lines = 0;
+    for (auto at = text.find("a message was dropped"); at != std::string::npos; at = text.find("a message was dropped", at + 1))
+        ++lines;
+    INFO(text.substr(0, 2000));
+    CHECK(lines >= 1);
+    CHECK(lines <= 2);
+    // Read what was queued, so the session can end.
+    f.close_input();
+    while (f.next(2s)) {
+    }
 }
 
 TEST_CASE("the TypeScript SDK client lists and calls tools over stdio, with progress and sampling") {

@@ -10,24 +10,38 @@
 
 namespace airlock::testing {
 
-raw_response raw_http(std::uint16_t port, std::string const& request, std::chrono::milliseconds deadline) {
-    raw_response out;
+int connect_loopback(std::uint16_t port, int receive_buffer) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return out;
+    if (fd < 0) return -1;
+    // Before connect(): the window it advertises is fixed by then.
+    if (receive_buffer > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
         close(fd);
-        return out;
+        return -1;
     }
+    return fd;
+}
+
+bool send_all(int fd, std::string const& bytes) {
     std::size_t sent = 0;
-    while (sent < request.size()) {
-        ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-        if (n <= 0) break;
+    while (sent < bytes.size()) {
+        ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) return false;
         sent += static_cast<std::size_t>(n);
     }
+    return true;
+}
+
+raw_response raw_http(std::uint16_t port, std::string const& request, std::chrono::milliseconds deadline,
+                      int receive_buffer) {
+    raw_response out;
+    int fd = connect_loopback(port, receive_buffer);
+    if (fd < 0) return out;
+    send_all(fd, request);
     std::string data;
     auto until = std::chrono::steady_clock::now() + deadline;
     char buf[16384];

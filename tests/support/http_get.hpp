@@ -14,10 +14,16 @@ struct raw_response {
     std::string body;
 };
 
+// A TCP connection to 127.0.0.1:port (its descriptor, -1 when refused); `receive_buffer` > 0 sets
+// SO_RCVBUF, so a client that reads slowly or not at all holds back the server soon.
+int connect_loopback(std::uint16_t port, int receive_buffer = 0);
+// Writes all of `bytes`; false when the connection failed first.
+bool send_all(int fd, std::string const& bytes);
+
 // Sends `request` bytes as they are to 127.0.0.1:port and reads until the server closes or the
 // deadline passes. Returns status 0 when nothing parseable came back.
 raw_response raw_http(std::uint16_t port, std::string const& request,
-                      std::chrono::milliseconds deadline = std::chrono::seconds(10));
+                      std::chrono::milliseconds deadline = std::chrono::seconds(10), int receive_buffer = 0);
 
 raw_response http_get(std::uint16_t port, std::string const& path);
 
