@@ -11,6 +11,7 @@ void redact_secrets(mcp::notification& n) {
 }
 
 void redact_secrets(mcp::handler_result& r) {
+    if (core::secrets::current()->empty()) return;
     if (r) {
         core::secrets::redact(*r);
         return;

@@ -199,9 +199,9 @@ TEST_CASE("no configured secret an upstream echoes reaches a client, the log or 
     std::string exported;
     {
         auto store = airlock::store::lmdb_store::open({.directory = d.journal()});
-        REQUIRE(store);
+        REQUIRE(store.has_value());
         auto runs = (*store)->runs({});
-        REQUIRE(runs);
+        REQUIRE(runs.has_value());
         REQUIRE(runs->runs.size() >= 2);
         for (auto const& run : runs->runs) {
             auto e = run_command({AIRLOCK_BINARY, "journal", "export", run.run_id, "--journal", d.journal().string()});
