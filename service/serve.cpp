@@ -799,7 +799,14 @@ int run_serve(std::vector<std::string> const& args) {
     http_options.refusal_body = mcp_refusal_body();
     http_server server(ioc, http_options, observe_requests(make_mcp_handler(endpoint, routes), observer));
     // Gauges whose truth lives elsewhere are read when Prometheus scrapes.
-    metrics->on_scrape([&server, endpoint, backend = sv->backend](airlock_metrics& m) {
+    // The sampler holds the parts it reads weakly: they own the metrics (the gateway and the
+    // journal record into them), so owning them back would make a cycle that kept the gateway, the
+    // metrics and the journal, its LMDB environment never closed, past the end of the process.
+    metrics->on_scrape([&server, weak_endpoint = std::weak_ptr<mcp_endpoint>(endpoint),
+                        weak_backend = std::weak_ptr<reloadable_backend>(sv->backend)](airlock_metrics& m) {
+        auto endpoint = weak_endpoint.lock();
+        auto backend = weak_backend.lock();
+        if (!endpoint || !backend) return;
         m.active_connections.with({}).set(static_cast<std::int64_t>(server.active_connections()));
         m.active_sessions.with({}).set(static_cast<std::int64_t>(endpoint->session_count()));
         for (auto const& [name, state] : backend->current()->upstream_states())
