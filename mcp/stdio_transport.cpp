@@ -1,5 +1,6 @@
 #include "mcp/stdio_transport.hpp"
 
+#include "core/secrets.hpp"
 #include "mcp/line_framer.hpp"
 #include "mcp/log_throttle.hpp"
 #include "mcp/on_strand.hpp"
@@ -70,7 +71,10 @@ transport_error fail(transport_error::kind k, std::string detail) {
 
 std::string excerpt(std::string_view text, std::size_t cap = 200) {
     if (text.size() <= cap) return std::string(text);
-    return std::string(text.substr(0, cap)) + "... (" + std::to_string(text.size()) + " bytes)";
+    // Cut here, so redacted here: a secret the cut splits would be half shown by every later output.
+    std::string head(text.substr(0, cap));
+    core::secrets::redact_cut(head);
+    return head + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 std::string describe_wait_status(bool known, int status) {
@@ -565,6 +569,8 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         std::string line;
         bool truncated = false;
         auto emit = [&] {
+            // The log hides whole secrets; a line cut at the cap may end in part of one.
+            if (truncated) core::secrets::redact_cut(line);
             // A server's diagnostics are not errors by themselves (the spec says so): info level.
             spdlog::info("upstream {} stderr: {}{}", name(), line, truncated ? " [truncated]" : "");
             line.clear();

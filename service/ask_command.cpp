@@ -1,5 +1,6 @@
 #include "service/ask_command.hpp"
 
+#include "core/secrets.hpp"
 #include "service/config.hpp"
 #include "service/providers/factory.hpp"
 
@@ -111,6 +112,8 @@ int run_ask(std::vector<std::string> const& args) {
         std::cerr << "airlock ask: " << a.config << ": " << c.error().message << "\n";
         return 2;
     }
+    // The reply is printed as the model wrote it, less any configured secret it echoes.
+    register_secrets(*c);
     provider_config const* pc = nullptr;
     std::string names;
     for (auto const& p : c->providers) {
@@ -138,7 +141,9 @@ int run_ask(std::vector<std::string> const& args) {
                   << r.error().detail << "\n";
         return 1;
     }
-    std::cout << boost::json::serialize(to_json(*r)) << "\n";
+    boost::json::value out = to_json(*r);
+    core::secrets::redact(out);
+    std::cout << boost::json::serialize(out) << "\n";
     return 0;
 }
 

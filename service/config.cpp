@@ -1,5 +1,6 @@
 #include "service/config.hpp"
 
+#include "core/secrets.hpp"
 #include "core/sha256.hpp"
 #include "core/strict_yaml.hpp"
 #include "service/http_server.hpp"
@@ -231,6 +232,14 @@ public:
     std::optional<std::string> getenv(std::string const& name) const { return env_ ? env_(name) : std::nullopt; }
 
     void warn(std::string message) { warnings.push_back(std::move(message)); }
+
+    // A value read from a secret source (an environment variable or a file) at `path`.
+    void note_secret(std::string value, std::string const& path) {
+        if (!value.empty() && value.size() < core::secret_set::min_bytes)
+            warn(path + " gives a value shorter than " + std::to_string(core::secret_set::min_bytes) +
+                 " bytes, too short to be hidden in airlock's logs, replies and journal");
+        secrets.push_back(std::move(value));
+    }
 
     // A mapping whose keys are the user's own (environment variable or header names): the keys in
     // file order, each a string and written once.
@@ -763,7 +772,7 @@ std::optional<std::string> read_secret_value(reader& r, YAML::Node const& n, std
             r.fail("env_unset", path + ".env names " + *name + ", which is not set in airlock's environment");
             return std::nullopt;
         }
-        r.secrets.push_back(*value);
+        r.note_secret(*value, path + ".env");
         return prefix + *value;
     }
     auto got = r.file(file, path + ".file", max_secret_bytes);
@@ -771,7 +780,7 @@ std::optional<std::string> read_secret_value(reader& r, YAML::Node const& n, std
     if (readable_by_others(got->first))
         r.warn(path + ".file " + show_path(got->first) + " can be read by group or others");
     // Files written by editors and `echo` end in a newline that is not part of the secret.
-    r.secrets.emplace_back(trim(got->second));
+    r.note_secret(std::string(trim(got->second)), path + ".file");
     return prefix + std::string(trim(got->second));
 }
 
@@ -853,7 +862,7 @@ void read_stdio_env(reader& r, YAML::Node const& n, std::string const& p, mcp::s
                     r.fail("env_unset", ep + " copies " + *var + ", which is not set in airlock's environment");
                     continue;
                 }
-                r.secrets.push_back(*got);
+                r.note_secret(*got, ep);
                 o.env[name] = std::move(*got);
             }
         }
@@ -931,6 +940,8 @@ void read_headers(reader& r, YAML::Node const& v, std::string const& hp,
             r.fail("invalid_value", ep + " has a value with a line break or NUL byte");
             continue;
         }
+        // Headers are how credentials travel: a value written inline is hidden like one from a file.
+        r.secrets.push_back(*s);
         out.emplace_back(name, std::move(*s));
     }
 }
@@ -1850,6 +1861,29 @@ std::string summary(config const& c) {
         for (auto const& w : c.warnings) o << "  " << w << "\n";
     }
     return o.str();
+}
+
+namespace {
+
+// The base64 lines of a PEM file: any of them in an output would be a piece of the private key.
+void register_pem_lines(fs::path const& file) {
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.starts_with("-----")) core::secrets::add(line);
+    }
+}
+
+}  // namespace
+
+void register_secrets(config const& c) {
+    for (auto const& p : c.principals) core::secrets::add(p.token);
+    for (auto const& s : c.secrets) core::secrets::add(s);
+    for (auto const& p : c.providers) core::secrets::add(p.api_key);
+    core::secrets::add(c.metrics.token);
+    if (c.signing) register_pem_lines(c.signing->key_file);
+    if (c.server.tls) register_pem_lines(c.server.tls->key_file);
 }
 
 }  // namespace airlock::service

@@ -201,10 +201,16 @@ struct config {
     // Valid but probably not what was meant (an upstream egress does not allow, a token file others
     // can read, ...). Shown by summary(); never contain secrets.
     std::vector<std::string> warnings;
-    // SECRET: every value read from an environment variable or a file for an upstream's headers or
-    // environment (env, env_from), so the log can redact them. Tokens are in principals.
+    // SECRET: every value read from an environment variable or a file (env, env_from, file, for
+    // upstreams and providers) and every header value, however written, so that
+    // register_secrets can hide them. Tokens are in principals, keys in providers.
     std::vector<std::string> secrets;
 };
+
+// Registers every secret the configuration holds with core::secrets, from then on hidden in every
+// output: principals' and the metrics token, providers' API keys, c.secrets, and the base64 lines
+// of the signing key and of the TLS private key.
+void register_secrets(config const& c);
 
 // Reads, validates and resolves the file; the first problem found, with the key path at fault.
 core::result<config> load_config(std::filesystem::path const& file, env_lookup const& env = process_environment());

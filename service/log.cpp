@@ -1,41 +1,21 @@
 #include "service/log.hpp"
 
+#include "core/secrets.hpp"
 #include "service/config.hpp"
 
 #include <spdlog/formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <memory>
-#include <mutex>
 #include <sstream>
 
 namespace airlock::service::log {
 
 namespace {
-
-constexpr std::size_t min_secret_bytes = 6;
-constexpr std::string_view redacted = "[redacted]";
-
-std::mutex secrets_mutex;
-std::shared_ptr<std::vector<std::string> const> secrets_now = std::make_shared<std::vector<std::string> const>();
-
-std::shared_ptr<std::vector<std::string> const> secrets() {
-    std::lock_guard lock(secrets_mutex);
-    return secrets_now;
-}
-
-void redact(std::string& s, std::vector<std::string> const& list) {
-    for (auto const& secret : list) {
-        for (auto at = s.find(secret); at != std::string::npos; at = s.find(secret, at + redacted.size()))
-            s.replace(at, secret.size(), redacted);
-    }
-}
 
 // The length of the valid UTF-8 sequence at s[i], or 0.
 std::size_t utf8_sequence(std::string_view s, std::size_t i) {
@@ -164,9 +144,10 @@ private:
 
 std::string format_line(log_format format, std::string_view time, std::string_view level, std::string_view message,
                         std::vector<field> const& fields) {
-    auto list = secrets();
+    // Redacted before escaping: the secret is looked for as it was written (and as JSON writes it).
+    auto secrets = core::secrets::current();
     std::string msg(message);
-    redact(msg, *list);
+    secrets->redact(msg);
     std::string out;
     out.reserve(64 + msg.size());
     if (format == log_format::json) {
@@ -179,7 +160,7 @@ std::string format_line(log_format format, std::string_view time, std::string_vi
         out += '"';
         for (auto const& f : fields) {
             std::string v = f.value;
-            redact(v, *list);
+            secrets->redact(v);
             out += ",\"";
             json_escape(out, f.key);
             out += "\":";
@@ -201,7 +182,7 @@ std::string format_line(log_format format, std::string_view time, std::string_vi
     text_escape(out, msg);
     for (auto const& f : fields) {
         std::string v = f.value;
-        redact(v, *list);
+        secrets->redact(v);
         out += ' ';
         out += f.key;
         out += '=';
@@ -233,38 +214,6 @@ std::optional<log_format> parse_format(std::string_view text) {
     if (text == "json") return log_format::json;
     if (text == "text") return log_format::text;
     return std::nullopt;
-}
-
-void add_secret(std::string_view secret) {
-    if (secret.size() < min_secret_bytes) return;
-    std::lock_guard lock(secrets_mutex);
-    if (std::find(secrets_now->begin(), secrets_now->end(), secret) != secrets_now->end()) return;
-    auto next = std::make_shared<std::vector<std::string>>(*secrets_now);
-    next->emplace_back(secret);
-    // Longest first: a secret that contains another is redacted whole.
-    std::stable_sort(next->begin(), next->end(), [](auto const& a, auto const& b) { return a.size() > b.size(); });
-    secrets_now = std::move(next);
-}
-
-void clear_secrets() {
-    std::lock_guard lock(secrets_mutex);
-    secrets_now = std::make_shared<std::vector<std::string> const>();
-}
-
-void add_secrets_of(config const& c) {
-    for (auto const& p : c.principals) add_secret(p.token);
-    for (auto const& s : c.secrets) add_secret(s);
-    for (auto const& p : c.providers) add_secret(p.api_key);
-    add_secret(c.metrics.token);
-    if (c.signing) {
-        // The key's base64 lines: any of them in a log would be a piece of the private key.
-        std::ifstream in(c.signing->key_file);
-        std::string line;
-        while (std::getline(in, line)) {
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            if (!line.starts_with("-----")) add_secret(line);
-        }
-    }
 }
 
 void info(std::string_view message, std::vector<field> const& fields) {

@@ -1,7 +1,7 @@
 #pragma once
 // The process's log: every spdlog call writes one line on stderr, as a JSON object (the default)
-// or as text for humans, and no configured secret ever appears in one. docs/operations.md lists
-// the fields.
+// or as text for humans, and no configured secret ever appears in one (core/secrets.hpp: every
+// line is redacted as it is formatted). docs/operations.md lists the fields.
 
 #include <optional>
 #include <string>
@@ -12,7 +12,6 @@ namespace airlock::service {
 
 enum class log_level;   // config.hpp
 enum class log_format;  // config.hpp
-struct config;
 
 namespace log {
 
@@ -21,15 +20,6 @@ void install(log_format format, log_level level);
 void set_level(log_level level);
 std::optional<log_level> parse_level(std::string_view text);
 std::optional<log_format> parse_format(std::string_view text);
-
-// Text that must never appear in a log line: replaced by "[redacted]" wherever it occurs, in the
-// message and in fields. Values shorter than 6 bytes are not secrets anyone could rely on and
-// would mangle ordinary words; they are ignored.
-void add_secret(std::string_view secret);
-// Every secret a configuration holds: principals' tokens, the values it read from secret sources
-// (environment variables and files for upstream headers and env), the signing key's PEM lines.
-void add_secrets_of(config const& c);
-void clear_secrets();
 
 // A value of a structured field: JSON string or number; text: key=value.
 struct field {

@@ -4,6 +4,7 @@
 
 #include "core/canonical_json.hpp"
 #include "core/journal_rules.hpp"
+#include "core/secrets.hpp"
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -141,7 +142,10 @@ std::string allowed_methods(std::vector<std::string> const& segments) {
     return out;
 }
 
-http_response json_ok(http::status status, json::value const& body, unsigned version) {
+// Every JSON body the API answers with passes here or through problem(): a run's input and
+// output, a tool list, an error's detail; none may show a configured secret.
+http_response json_ok(http::status status, json::value body, unsigned version) {
+    core::secrets::redact(body);
     return json_response(status, json::serialize(body), version);
 }
 
@@ -235,6 +239,7 @@ http_response problem(http::status status, std::string_view title, std::string_v
         }
         o["errors"] = std::move(errors);
     }
+    core::secrets::redact(o);
     auto res = json_response(status, json::serialize(o), version);
     res.set(http::field::content_type, "application/problem+json");
     return res;

@@ -1,5 +1,6 @@
 #include "service/runner_factory.hpp"
 
+#include "core/secrets.hpp"
 #include "mcp/router.hpp"
 #include "service/providers/scripted.hpp"
 
@@ -45,14 +46,23 @@ asio::awaitable<core::tool_result<boost::json::value>> runner_tools::async_call(
                                                                                 boost::json::value arguments,
                                                                                 std::optional<core::provenance> prov) {
     auto now = current();  // held for the call: a reload does not pull the client from under it
-    if (!metrics_) co_return co_await now->router->async_call(std::move(tool), std::move(arguments), std::move(prov));
     auto server = tool.server();
     auto name = tool.name();
     auto started = std::chrono::steady_clock::now();
     auto r = co_await now->router->async_call(std::move(tool), std::move(arguments), std::move(prov));
-    auto outcome = r ? std::string("ok") : std::string(core::to_string(r.error().kind));
-    metrics_->tool_call(server, name, outcome, std::chrono::steady_clock::now() - started);
-    co_return r;
+    if (metrics_) {
+        auto outcome = r ? std::string("ok") : std::string(core::to_string(r.error().kind));
+        metrics_->tool_call(server, name, outcome, std::chrono::steady_clock::now() - started);
+    }
+    // A run's tool results go on to the model, the journal and the REST API: a secret an upstream
+    // echoes is hidden before any of them sees it.
+    if (r) {
+        core::secrets::redact(*r);
+        co_return r;
+    }
+    auto e = r.error();
+    core::secrets::redact(e.detail);
+    co_return core::tool_result<boost::json::value>(std::move(e));
 }
 
 core::destination runner_tools::destination_of(core::tool_id const& tool) const {

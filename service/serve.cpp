@@ -14,6 +14,7 @@
 #include "service/hints.hpp"
 #include "service/metrics.hpp"
 #include "service/run_metrics.hpp"
+#include "service/redacting_backend.hpp"
 #include "service/reloadable_backend.hpp"
 #include "service/request_observer.hpp"
 #include "service/rest_api.hpp"
@@ -161,7 +162,7 @@ void run_io(asio::io_context& ioc, std::chrono::microseconds busy_poll) {
 // secret the configuration holds is redacted from then on.
 void apply_logging(config const& c, log_flags const& flags) {
     log::install(flags.format.value_or(c.logging.format), flags.level.value_or(c.logging.level));
-    log::add_secrets_of(c);
+    register_secrets(c);
     for (auto const& w : c.warnings) spdlog::warn("config: {}", w);
 }
 
@@ -475,6 +476,9 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
         spdlog::error("reload refused, the running configuration stays: {}: {}", *sv->config_file, next.error().message);
         co_return;
     }
+    // Hidden from here on, before anything of the new configuration runs: a value once configured
+    // stays hidden even if the reload is refused.
+    register_secrets(*next);
     if (sv->listen_override) parse_listen(*sv->listen_override, next->server);
     config before;
     std::vector<std::shared_ptr<mcp::mcp_client>> old_clients;
@@ -528,9 +532,8 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
         spdlog::error("reload: agent runs keep the previous upstreams: {}", replaced.error().message);
     sv->tokens->replace(*next);
     auto previous = sv->backend->replace(*gw);
-    // The format stays as it started (a collector parses it); level and secrets follow the file.
+    // The format stays as it started (a collector parses it); the level follows the file.
     log::set_level(next->logging.level);
-    log::add_secrets_of(*next);
     {
         std::lock_guard lock(sv->mutex);
         // Settings that wait for a restart stay as they run, so the next reload compares with those.
@@ -784,7 +787,8 @@ int run_serve(std::vector<std::string> const& args) {
     eo.max_sessions = c->server.sessions.max;
     eo.max_sessions_per_principal = c->server.sessions.max_per_principal;
     eo.session_idle_timeout = c->server.sessions.idle_timeout;
-    auto endpoint = std::make_shared<mcp_endpoint>(sv->backend, eo);
+    // Whatever the gateway relays, the client sees no configured secret.
+    auto endpoint = std::make_shared<mcp_endpoint>(std::make_shared<redacting_backend>(sv->backend), eo);
     auto http_options = to_http_server_options(c->server);
     // The REST API: reads come from the journal; run actions need the agent runtime.
     rest_api_options ro;
@@ -829,8 +833,15 @@ int run_serve(std::vector<std::string> const& args) {
     };
     http_server server(ioc, http_options, observe_requests(make_mcp_handler(endpoint, routes), observer));
     // Gauges whose truth lives elsewhere are read when Prometheus scrapes.
-    metrics->on_scrape([&server, endpoint, backend = sv->backend,
+    // The sampler holds the parts it reads weakly: they own the metrics (the gateway and the
+    // journal record into them), so owning them back would make a cycle that kept the gateway, the
+    // metrics and the journal, its LMDB environment never closed, past the end of the process.
+    metrics->on_scrape([&server, weak_endpoint = std::weak_ptr<mcp_endpoint>(endpoint),
+                        weak_backend = std::weak_ptr<reloadable_backend>(sv->backend),
                         journal = std::weak_ptr<store::lmdb_store>(sv->journal)](airlock_metrics& m) {
+        auto endpoint = weak_endpoint.lock();
+        auto backend = weak_backend.lock();
+        if (!endpoint || !backend) return;
         m.active_connections.with({}).set(static_cast<std::int64_t>(server.active_connections()));
         m.active_sessions.with({}).set(static_cast<std::int64_t>(endpoint->session_count()));
         for (auto const& [name, state] : backend->current()->upstream_states())
@@ -1044,7 +1055,7 @@ int run_stdio(std::vector<std::string> const& args) {
         // Before the first request: a run left open by a process that is gone is sealed before this
         // session's own run is admitted.
         co_await async_close_interrupted_runs(sc->journal, sc->owner);
-        co_await async_serve_stdio(sc->gw, so);
+        co_await async_serve_stdio(std::make_shared<redacting_backend>(sc->gw), so);
         // The session's run (and a 2026-07-28 caller's, keyed by principal) is sealed once the
         // calls in it have journaled their outcomes.
         sc->gw->close_all_runs();

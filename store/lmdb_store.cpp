@@ -1,6 +1,7 @@
 #include "store/lmdb_store.hpp"
 
 #include "core/journal_rules.hpp"
+#include "core/secrets.hpp"
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -680,9 +681,20 @@ lmdb_store::map_use lmdb_store::map_usage() const {
     return {(static_cast<std::size_t>(info.me_last_pgno) + 1) * st.ms_psize, info.me_mapsize};
 }
 
+namespace {
+
+// Secrets are hidden here, on the caller's thread, before the writer hashes and writes a byte: a
+// record holds what its hash covers, and the writer thread does no work a caller can do.
+void redact_secrets(std::vector<core::new_record>& records) {
+    for (auto& r : records) core::secrets::redact(r.body);
+}
+
+}  // namespace
+
 asio::awaitable<result<std::vector<core::record>>> lmdb_store::async_append(std::string run_id,
                                                                             std::vector<core::new_record> records) {
     if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    redact_secrets(records);
     auto* p = impl_.get();
     std::function<result<std::vector<core::record>>(MDB_txn*)> fn =
         [p, run_id = std::move(run_id), records = std::move(records)](MDB_txn* txn) {
@@ -694,6 +706,7 @@ asio::awaitable<result<std::vector<core::record>>> lmdb_store::async_append(std:
 asio::awaitable<result<std::vector<core::record>>> lmdb_store::async_append_deferred(
     std::string run_id, std::vector<core::new_record> records) {
     if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    redact_secrets(records);
     auto* p = impl_.get();
     std::function<result<std::vector<core::record>>(MDB_txn*)> fn =
         [p, run_id = std::move(run_id), records = std::move(records)](MDB_txn* txn) {
@@ -704,6 +717,7 @@ asio::awaitable<result<std::vector<core::record>>> lmdb_store::async_append_defe
 
 asio::awaitable<result<core::record>> lmdb_store::async_seal(std::string run_id, std::string status, std::string reason) {
     if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    core::secrets::redact(reason);
     auto* p = impl_.get();
     std::function<result<core::record>(MDB_txn*)> fn = [p, run_id = std::move(run_id), status = std::move(status),
                                                         reason = std::move(reason)](MDB_txn* txn) -> result<core::record> {

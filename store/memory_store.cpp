@@ -1,6 +1,7 @@
 #include "store/memory_store.hpp"
 
 #include "core/journal_rules.hpp"
+#include "core/secrets.hpp"
 
 #include <algorithm>
 #include <utility>
@@ -111,6 +112,8 @@ core::result<core::record> memory_store::seal(std::string const& run_id, std::st
 
 boost::asio::awaitable<core::result<std::vector<core::record>>> memory_store::async_append(
     std::string run_id, std::vector<core::new_record> records) {
+    // As the LMDB store does: secrets hidden before the record is hashed.
+    for (auto& r : records) core::secrets::redact(r.body);
     co_return append(run_id, records);
 }
 
@@ -138,6 +141,7 @@ boost::asio::awaitable<core::result<core::admission>> memory_store::async_claim_
 
 boost::asio::awaitable<core::result<core::record>> memory_store::async_seal(std::string run_id, std::string status,
                                                                             std::string reason) {
+    core::secrets::redact(reason);
     co_return seal(run_id, status, reason);
 }
 

@@ -1,6 +1,7 @@
 #include "service/providers/http_client.hpp"
 
 #include "core/canonical_json.hpp"
+#include "core/secrets.hpp"
 #include "mcp/http_pool.hpp"
 #include "mcp/on_strand.hpp"
 #include "mcp/router.hpp"
@@ -103,12 +104,9 @@ std::optional<std::chrono::seconds> parse_retry_after(std::string_view value, st
 }
 
 std::string scrub(std::string text, std::vector<std::string> const& secrets) {
-    static constexpr std::string_view mark = "[redacted]";
-    for (auto const& s : secrets) {
-        if (s.empty()) continue;
-        for (auto at = text.find(s); at != std::string::npos; at = text.find(s, at + mark.size()))
-            text.replace(at, s.size(), mark);
-    }
+    core::secret_set set;
+    for (auto const& s : secrets) set.add(s);
+    set.redact(text);
     return text;
 }
 
@@ -116,7 +114,7 @@ struct http_client::state : std::enable_shared_from_this<state> {
     asio::strand<asio::any_io_executor> strand;
     http_client_options opts;
     mcp::http_pool pool;
-    std::vector<std::string> secrets;
+    core::secret_set secrets;  // this provider's key and header values, also escaped (an echo is JSON)
     core::destination dest;
     std::string base_target;  // the base URL's path without a trailing '/'
     // Requests holding one of opts.max_connections, and those waiting for one, oldest first. Only
@@ -143,9 +141,9 @@ struct http_client::state : std::enable_shared_from_this<state> {
 
     state(asio::any_io_executor exec, http_client_options o)
         : strand(asio::make_strand(exec)), opts(std::move(o)), pool(strand, with_egress(pool_options(opts), opts)),
-          secrets(opts.secrets) {
-        // Longest first, so a secret is redacted whole before a part of it is looked for.
-        std::sort(secrets.begin(), secrets.end(), [](auto const& a, auto const& b) { return a.size() > b.size(); });
+          secrets() {
+        // Shorter than secret_set::min_bytes: not hidden (docs/configuration.md says so).
+        for (auto const& s : opts.secrets) secrets.add(s);
         if (!pool.has_endpoint()) {
             dest = core::remote_destination{};
             return;
@@ -171,7 +169,8 @@ struct http_client::state : std::enable_shared_from_this<state> {
     }
 
     core::model_error fail(tool_error_kind k, std::string detail) const {
-        return core::model_error{k, opts.provider, scrub(std::move(detail), secrets)};
+        secrets.redact(detail);
+        return core::model_error{k, opts.provider, std::move(detail)};
     }
 
     std::string where() const { return pool.where(); }

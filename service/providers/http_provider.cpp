@@ -10,9 +10,8 @@ http_provider::http_provider(boost::asio::any_io_executor exec, provider_setting
     if (!settings_.api_key.empty()) http.secrets.push_back(settings_.api_key);
     for (auto const& [name, value] : settings_.headers) {
         http.headers.emplace_back(name, value);
-        // Short values (a tenant letter, a version) are not credentials, and scrubbing them would
-        // garble every error that happens to contain them.
-        if (value.size() >= 8) http.secrets.push_back(value);
+        // Values shorter than core::secret_set::min_bytes (a tenant letter, a version) are ignored.
+        http.secrets.push_back(value);
     }
     http_ = std::make_unique<http_client>(std::move(exec), std::move(http));
 }

@@ -989,6 +989,52 @@ principals:
     CHECK(text.find("SECRET") == std::string::npos);
 }
 
+TEST_CASE("every header value and every value from a variable or a file is a secret to hide; an inline env value is not") {
+    workspace w;
+    w.write("secrets/docs.key", "file-value-0123456789\n");
+    auto c = load_config(w.config(R"yaml(
+upstreams:
+  - name: docs
+    url: https://docs.example.com/mcp
+    headers: { Authorization: { env: DOCS_TOKEN, prefix: "Bearer " }, X-Tenant: acme-corp, X-Key: { file: secrets/docs.key } }
+  - name: tool2
+    stdio:
+      argv: [node]
+      env: { NODE_ENV: production, FROM_VAR: { env: TOOL2_KEY } }
+      env_from: { COPIED: COPIED_KEY }
+)yaml"),
+                         test_env({{"DOCS_TOKEN", "header-value-0123456789"}, {"TOOL2_KEY", "envvar-value-0123456789"},
+                                   {"COPIED_KEY", "copied-value-0123456789"}}));
+    REQUIRE(c);
+    auto const& s = c->secrets;
+    for (auto const* v : {"header-value-0123456789", "acme-corp", "file-value-0123456789", "envvar-value-0123456789",
+                          "copied-value-0123456789"}) {
+        INFO(v);
+        CHECK(std::find(s.begin(), s.end(), v) != s.end());
+    }
+    CHECK(std::find(s.begin(), s.end(), "production") == s.end());
+    for (auto const& warning : c->warnings) CHECK_THAT(warning, !Catch::Contains("shorter than"));
+}
+
+TEST_CASE("a secret from a variable or a file too short to be hidden in outputs is warned about, never shown") {
+    workspace w;
+    auto c = load_config(w.config(R"yaml(
+upstreams:
+  - name: tool2
+    stdio:
+      argv: [node]
+      env: { SHORT: { env: TOOL2_KEY } }
+)yaml"),
+                         test_env({{"TOOL2_KEY", "k3y"}}));
+    REQUIRE(c);
+    auto short_one = std::find_if(c->warnings.begin(), c->warnings.end(),
+                                  [](auto const& warning) { return warning.find("shorter than") != std::string::npos; });
+    REQUIRE(short_one != c->warnings.end());
+    auto const& w0 = *short_one;
+    CHECK_THAT(w0, Catch::Contains("upstreams[0].stdio.env.SHORT.env") && Catch::Contains("shorter than 6 bytes"));
+    CHECK(w0.find("k3y") == std::string::npos);
+}
+
 // ── paths ────────────────────────────────────────────────────────────────────────────────────
 
 TEST_CASE("relative paths are resolved against the configuration file's directory") {

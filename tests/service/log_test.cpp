@@ -1,3 +1,4 @@
+#include "core/secrets.hpp"
 #include "service/config.hpp"
 #include "service/log.hpp"
 
@@ -10,7 +11,7 @@ namespace json = boost::json;
 namespace {
 // Every test that registers secrets leaves none behind for the next.
 struct secrets_cleared {
-    ~secrets_cleared() { log::clear_secrets(); }
+    ~secrets_cleared() { airlock::core::secrets::clear(); }
 };
 }  // namespace
 
@@ -44,7 +45,7 @@ TEST_CASE("a text log line stays on one line and shows fields as key=value") {
 
 TEST_CASE("a registered secret is redacted from the message and from every field") {
     secrets_cleared cleanup;
-    log::add_secret("tok-0123456789abcdef");
+    airlock::core::secrets::add("tok-0123456789abcdef");
     std::vector<log::field> fields{{"header", "Bearer tok-0123456789abcdef"}};
     for (auto format : {log_format::json, log_format::text}) {
         auto line = log::format_line(format, "t", "debug", "sent tok-0123456789abcdef twice: tok-0123456789abcdef", fields);
@@ -56,7 +57,7 @@ TEST_CASE("a registered secret is redacted from the message and from every field
 
 TEST_CASE("very short values are not treated as secrets, so ordinary words survive") {
     secrets_cleared cleanup;
-    log::add_secret("abc");
+    airlock::core::secrets::add("abc");
     auto line = log::format_line(log_format::text, "t", "info", "abc is fine", {});
     CHECK_THAT(line, Catch::Contains("abc is fine"));
 }
