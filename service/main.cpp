@@ -14,6 +14,7 @@
 #include "service/upstream_command.hpp"
 
 
+#include <csignal>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -63,6 +64,9 @@ int main(int argc, char** argv) {
     // Logs go to stderr: stdout belongs to command output (and to the MCP stream in stdio mode).
     // Text for the one-shot commands a person runs; serve and stdio install the configured format.
     airlock::service::log::install(airlock::service::log_format::text, airlock::service::log_level::info);
+    // A file size limit (ulimit -f, a unit's LimitFSIZE=) that the journal reaches fails the append
+    // with EFBIG, reported like a full disk (and by /readyz), instead of killing the process mid-commit.
+    std::signal(SIGXFSZ, SIG_IGN);
 
     std::vector<std::string> args(argv + 1, argv + argc);
     if (args.empty()) {

@@ -197,7 +197,44 @@ TEST_CASE("while the journal's map is full readyz is 503 naming map_full, the lo
     CHECK(err.find("store.map_size") == std::string::npos);
 }
 
-TEST_CASE("one client holding more idle connections than max_connections locks nobody out: calls and probes are served") {
+TEST_CASE("readyz is 503 naming the journal's fault while its file cannot grow, and ready again once it can") {
+    deployment d;
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    REQUIRE(readyz_until(port, 200).status == 200);
+    // A file size limit at the journal's present size on the running airlock: every write that grows
+    // the file fails, as on a full disk.
+    auto pid = std::to_string(airlock.pid());
+    auto size = std::filesystem::file_size(d.dir.path() / "journal" / "data.mdb");
+    REQUIRE(run_command({"prlimit", "--pid", pid, "--fsize=" + std::to_string(size) + ":"}).exit_code == 0);
+    std::string const call =
+        R"("name":"everything__echo","arguments":{"message":")" + std::string(200 * 1024, 'd') + R"("},)";
+    bool unavailable = false;
+    for (int i = 0; i < 20 && !unavailable; ++i)
+        unavailable = modern_post(port, alice_token, "tools/call", "everything__echo", call).body.find(
+                          "the journal is unavailable") != std::string::npos;
+    REQUIRE(unavailable);
+    auto down = http_get(port, "/readyz");
+    INFO(down.body);
+    CHECK(down.status == 503);
+    // EFBIG when a write starts past the limit; LMDB reports a write cut short at the limit as EIO.
+    auto const state = json::parse(down.body).at("checks").at("journal").at("state");
+    CHECK((state == "disk_full" || state == "write_failed"));
+
+    // Room again: no call comes to an unready server, so the probes /readyz starts find out.
+    REQUIRE(run_command({"prlimit", "--pid", pid, "--fsize=unlimited:"}).exit_code == 0);
+    auto up = readyz_until(port, 200);
+    INFO(up.body);
+    REQUIRE(up.status == 200);
+    CHECK(json::parse(up.body).at("checks").at("journal").at("state") == "open");
+    auto again = modern_post(port, alice_token, "tools/call", "everything__echo", call);
+    CHECK(again.status == 200);
+    CHECK(again.body.find("the journal is unavailable") == std::string::npos);
+    CHECK_THAT(airlock.stderr_text(), Catch::Contains("the journal's file may not grow") ||
+                                          Catch::Contains("commit batch: Input/output error"));
+}
+
+TEST_CASE("one client holding more idle connections than max_connections locks nobody out, and calls and probes are served") {
     deployment d;
     child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
     auto port = wait_listening(airlock);
@@ -213,6 +250,7 @@ TEST_CASE("one client holding more idle connections than max_connections locks n
         if (scrape.status == 200 && open >= 0 && open <= 256 + 2 + 1) break;
         std::this_thread::sleep_for(100ms);
     }
+    CHECK(open >= 1);
     CHECK(open <= 256 + 2 + 1);
     std::string const sum = R"("name":"everything__get-sum","arguments":{"a":2,"b":3},)";
     for (int i = 0; i < 3; ++i) {

@@ -613,10 +613,11 @@ TEST_CASE("appends that fail because the journal's file cannot grow set the writ
     std::string filler(200 * 1024, 'y');
     auto failed = run_awaitable(s->async_append("grow", {note(filler)}));
     REQUIRE_FALSE(failed.has_value());
-    CHECK(failed.error().code == "disk_full");
+    // EFBIG for a write that starts past the limit; LMDB reports one cut short at it as EIO.
+    CHECK((failed.error().code == "disk_full" || failed.error().code == "io_error"));
     auto fault = s->write_fault();
     REQUIRE(fault.has_value());
-    CHECK(fault->code == "disk_full");
+    CHECK(fault->code == failed.error().code);
     run_awaitable(s->async_probe_write());
     CHECK(s->write_fault().has_value());  // still full: the probe could not be written either
 
