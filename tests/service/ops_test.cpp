@@ -17,6 +17,11 @@
 #include <openssl/pem.h>
 #include <sys/stat.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -531,4 +536,38 @@ TEST_CASE("an HTTP upstream that goes away turns readyz to 503 within a few prob
     // Seen down by a ping, or by a re-read of its tools that the upstream's own list_changed at
     // startup set off just before it went away: either way not by the 30-second listing.
     CHECK_THAT(airlock.stderr_text(), Catch::Contains("does not answer a ping") || Catch::Contains("tools unavailable"));
+}
+
+TEST_CASE("an HTTP upstream unreachable since start reads down in readyz, not unknown") {
+    deployment d;
+    // A port nothing listens on: bound once to find it free, then closed.
+    std::uint16_t dead_port = 0;
+    {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        socklen_t len = sizeof a;
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+        dead_port = ntohs(a.sin_port);
+        ::close(fd);
+    }
+    std::ofstream(d.config) << "journal: { dir: journal }\n"
+                            << "upstreams:\n  - name: gone\n    url: http://127.0.0.1:" << dead_port << "/mcp\n"
+                            << "egress:\n  - http://127.0.0.1:" << dead_port << "\n"
+                            << "principals:\n  - name: alice\n    token_file: alice.token\n    manifest: alice.yaml\n";
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    raw_response r;
+    for (int i = 0; i < 150; ++i) {
+        r = http_get(port, "/readyz");
+        if (r.body.find(R"("state":"down")") != std::string::npos) break;
+        std::this_thread::sleep_for(100ms);
+    }
+    INFO(r.body << airlock.stderr_text());
+    CHECK(r.status == 503);
+    auto body = json::parse(r.body).as_object();
+    CHECK(body.at("checks").at("upstream:gone").at("state") == "down");
+    CHECK(body.at("failed") == json::array{"upstream:gone"});
 }
