@@ -1,5 +1,7 @@
 #include "core/secrets.hpp"
 
+#include "core/utf8.hpp"
+
 #include <boost/json/object.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
@@ -26,20 +28,6 @@ void append_u(std::string& out, unsigned code, bool upper) {
     out += buf;
 }
 
-// The code point of the UTF-8 sequence at s[i] and its length; length 0 when it is not valid.
-std::pair<unsigned, std::size_t> decode_utf8(std::string_view s, std::size_t i) {
-    auto b = static_cast<unsigned char>(s[i]);
-    std::size_t n = b >= 0xf0 && b <= 0xf4 ? 4 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xc2 && b <= 0xdf ? 2 : 0;
-    if (n == 0 || i + n > s.size()) return {0, 0};
-    unsigned cp = b & (n == 2 ? 0x1f : n == 3 ? 0x0f : 0x07);
-    for (std::size_t k = 1; k < n; ++k) {
-        auto c = static_cast<unsigned char>(s[i + k]);
-        if ((c & 0xc0) != 0x80) return {0, 0};
-        cp = (cp << 6) | (c & 0x3f);
-    }
-    return {cp, n};
-}
-
 // `s` as it reads between the quotes of a JSON string written in `style`.
 std::string json_escaped(std::string_view s, escape_style style) {
     std::string out;
@@ -56,20 +44,20 @@ std::string json_escaped(std::string_view s, escape_style style) {
         else if (c == '/' && style.slash) out += "\\/";
         else if ((c == '<' || c == '>' || c == '&') && style.html) append_u(out, c, style.upper_hex);
         else if (c >= 0x80 && style.ascii) {
-            auto [cp, n] = decode_utf8(s, i);
-            if (n == 0) {
+            // decode_utf8 advances i past a well-formed sequence; a byte that starts none is kept.
+            long cp = decode_utf8(s, i);
+            if (cp < 0) {
                 out += static_cast<char>(c);
                 ++i;
                 continue;
             }
             if (cp >= 0x10000) {
                 cp -= 0x10000;
-                append_u(out, 0xd800 + (cp >> 10), style.upper_hex);
-                append_u(out, 0xdc00 + (cp & 0x3ff), style.upper_hex);
+                append_u(out, static_cast<unsigned>(0xd800 + (cp >> 10)), style.upper_hex);
+                append_u(out, static_cast<unsigned>(0xdc00 + (cp & 0x3ff)), style.upper_hex);
             } else {
-                append_u(out, cp, style.upper_hex);
+                append_u(out, static_cast<unsigned>(cp), style.upper_hex);
             }
-            i += n;
             continue;
         } else out += static_cast<char>(c);
         ++i;
