@@ -36,9 +36,9 @@
 
 #include "core/provenance.hpp"
 #include "core/tool_id.hpp"
-#include "mcp/client.hpp"
-#include "mcp/http_transport.hpp"
-#include "mcp/stdio_transport.hpp"
+#include "mcp/client/client.hpp"
+#include "mcp/client/http_transport.hpp"
+#include "mcp/client/stdio_transport.hpp"
 #include "store/lmdb_store.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/peers.hpp"

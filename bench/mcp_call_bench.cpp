@@ -4,9 +4,9 @@
 //
 //   build/bench/bench_mcp_call_bench [--calls N]
 
-#include "mcp/client.hpp"
-#include "mcp/http_transport.hpp"
-#include "mcp/stdio_transport.hpp"
+#include "mcp/client/client.hpp"
+#include "mcp/client/http_transport.hpp"
+#include "mcp/client/stdio_transport.hpp"
 #include "tests/support/child_process.hpp"
 
 #include <boost/asio/co_spawn.hpp>

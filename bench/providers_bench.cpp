@@ -9,8 +9,8 @@
 // Defaults: 2,000 sequential completions, then C = 32 callers sharing one provider doing N
 // completions between them.
 
-#include "service/providers/anthropic.hpp"
-#include "service/providers/openai.hpp"
+#include "service/agents/providers/anthropic.hpp"
+#include "service/agents/providers/openai.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/peers.hpp"
 

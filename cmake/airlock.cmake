@@ -10,7 +10,7 @@ endfunction()
 # A library made of every .cpp beside its CMakeLists (excluding tests); the glob is re-checked at
 # build time so a new file needs no CMake edit.
 function(airlock_library target)
-  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   add_library(${target} STATIC ${sources})
   airlock_target_defaults(${target})
 endfunction()

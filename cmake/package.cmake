@@ -1,6 +1,6 @@
 # `make package`: a Debian package of the airlock binary, its default configuration under
 # /etc/airlock, a hardened systemd unit and the operator documentation. Built with CPack's DEB
-# generator; tests/service/package_test.cpp builds it, unpacks it and runs what it installed.
+# generator; tests/e2e/package_test.cpp builds it, unpacks it and runs what it installed.
 include(GNUInstallDirs)
 
 install(TARGETS airlock RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT airlock)

@@ -1,17 +1,17 @@
 // The airlock command line: one binary, one subcommand per use.
 
-#include "service/run_command.hpp"
-#include "service/runs_command.hpp"
-#include "service/ask_command.hpp"
-#include "service/check_command.hpp"
-#include "service/config.hpp"
-#include "service/log.hpp"
-#include "service/journal_command.hpp"
-#include "service/keygen_command.hpp"
-#include "service/pins_command.hpp"
-#include "service/verify_provenance_command.hpp"
-#include "service/serve.hpp"
-#include "service/upstream_command.hpp"
+#include "service/cli/run_command.hpp"
+#include "service/cli/runs_command.hpp"
+#include "service/cli/ask_command.hpp"
+#include "service/cli/check_command.hpp"
+#include "service/config/config.hpp"
+#include "service/ops/log.hpp"
+#include "service/cli/journal_command.hpp"
+#include "service/cli/keygen_command.hpp"
+#include "service/cli/pins_command.hpp"
+#include "service/cli/verify_provenance_command.hpp"
+#include "service/app/serve.hpp"
+#include "service/cli/upstream_command.hpp"
 
 
 #include <csignal>

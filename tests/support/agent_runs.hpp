@@ -2,7 +2,7 @@
 // Driving one agent run through a service::runner in a test: the operator's question as a request,
 // and the run started and waited for to its end, with its journal.
 
-#include "service/runner.hpp"
+#include "service/agents/runner.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,7 +3,7 @@
 // started on a loopback port, with the provider settings that reach them and the log of what
 // they received.
 
-#include "service/providers/http_provider.hpp"
+#include "service/agents/providers/http_provider.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/node_peers.hpp"
 

@@ -2,8 +2,8 @@
 // An MCP client over Streamable HTTP, for tests: the transport takes its name from the client
 // options, so a test states only what differs (capabilities, deadlines).
 
-#include "mcp/client.hpp"
-#include "mcp/http_transport.hpp"
+#include "mcp/client/client.hpp"
+#include "mcp/client/http_transport.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 

@@ -3,7 +3,7 @@
 // (stopping any child it started), and rethrows what the body threw. Results travel through
 // variables the body captures by reference.
 
-#include "mcp/client.hpp"
+#include "mcp/client/client.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>

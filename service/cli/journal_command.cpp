@@ -1,0 +1,224 @@
+#include "service/cli/journal_command.hpp"
+
+#include "core/canonical_json.hpp"
+#include "core/journal.hpp"
+#include "service/config/config.hpp"
+#include "store/lmdb_store.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <fstream>
+#include <iostream>
+
+namespace airlock::service {
+
+namespace {
+
+constexpr char usage_text[] =
+    "usage: airlock journal <verify|show|export|import> [--journal DIR | --config FILE] ...\n"
+    "  verify (--all | RUN)   check hash chains; names the first bad seq of each broken run\n"
+    "  show RUN               one line per record: seq, kind, hash prefix, body\n"
+    "  export RUN             the run's records as JSON lines (canonical JSON), to stdout\n"
+    "  import FILE            verify an exported run, then write it whole (refused whole if broken)\n"
+    "  --journal DIR          journal directory (default: var/journal)\n"
+    "  --config FILE          take the journal from this configuration (journal.dir)\n";
+
+template <class T>
+T run_sync(boost::asio::awaitable<T> task) {
+    boost::asio::io_context ioc;
+    auto fut = boost::asio::co_spawn(ioc, std::move(task), boost::asio::use_future);
+    ioc.run();
+    return fut.get();
+}
+
+int verify_one(store::lmdb_store const& s, std::string const& run) {
+    auto v = s.verify(run);
+    if (!v) {
+        std::cout << run << ": error: " << v.error().message << "\n";
+        return 1;
+    }
+    if (*v) {
+        std::cout << run << ": BROKEN at seq " << (*v)->seq << ": " << (*v)->reason << "\n";
+        return 1;
+    }
+    auto head = s.head(run);
+    std::cout << run << ": ok (" << (head && *head ? (*head)->head_seq : 0) << " records)\n";
+    return 0;
+}
+
+int verify_all(store::lmdb_store const& s) {
+    int rc = 0;
+    std::size_t count = 0;
+    core::run_filter f;
+    f.limit = 1000;
+    for (;;) {
+        auto page = s.runs(f);
+        if (!page) {
+            std::cerr << "airlock journal verify: " << page.error().message << "\n";
+            return 1;
+        }
+        for (auto const& r : page->runs) {
+            rc |= verify_one(s, r.run_id);
+            ++count;
+        }
+        if (!page->next_cursor) break;
+        f.cursor = page->next_cursor;
+    }
+    std::cout << count << " runs verified" << (rc ? ", some broken" : "") << "\n";
+    return rc;
+}
+
+std::string body_preview(boost::json::object const& body) {
+    auto text = core::canonical(body);
+    std::string s = text ? *text : "<unprintable>";
+    if (s.size() > 160) s = s.substr(0, 157) + "...";
+    return s;
+}
+
+int import_file(store::lmdb_store& s, std::string const& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        std::cerr << "airlock journal import: cannot read '" << path << "'\n";
+        return 1;
+    }
+    std::vector<core::record> records;
+    std::string line;
+    std::size_t n = 0;
+    while (std::getline(in, line)) {
+        ++n;
+        if (line.empty()) continue;
+        auto r = core::parse_record(line);
+        if (!r) {
+            std::cerr << "airlock journal import: line " << n << ": " << r.error().message << "\n";
+            return 1;
+        }
+        records.push_back(std::move(*r));
+    }
+    if (records.empty()) {
+        std::cerr << "airlock journal import: '" << path << "' holds no records\n";
+        return 1;
+    }
+    // Nothing is written unless the whole chain verifies.
+    if (auto fault = core::verify_chain(records)) {
+        std::cerr << "airlock journal import: refused: seq " << fault->seq << ": " << fault->reason << "\n";
+        return 1;
+    }
+    auto const& run = records.front().run_id;
+    if (auto head = s.head(run); head && *head) {
+        std::cerr << "airlock journal import: run " << run << " already exists in this journal\n";
+        return 1;
+    }
+    std::vector<core::new_record> batch;
+    for (auto const& r : records) batch.push_back({r.kind, r.body});
+    auto written = run_sync(s.async_append(run, std::move(batch)));
+    if (!written) {
+        std::cerr << "airlock journal import: refused: " << written.error().message << "\n";
+        return 1;
+    }
+    // The store recomputes the chain; identical bodies must give identical hashes.
+    if (written->back().hash != records.back().hash) {
+        std::cerr << "airlock journal import: the written chain differs from the file's (internal error)\n";
+        return 1;
+    }
+    std::cout << "imported run " << run << " (" << written->size() << " records)\n";
+    return 0;
+}
+
+}  // namespace
+
+int run_journal(std::vector<std::string> const& args) {
+    std::optional<std::string> dir, config_file;
+    std::vector<std::string> pos;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        auto const& a = args[i];
+        if (a == "--help" || a == "-h") {
+            std::cout << usage_text;
+            return 0;
+        }
+        if (a == "--journal" || a == "--config") {
+            if (i + 1 >= args.size()) {
+                std::cerr << "airlock journal: " << a << " needs a value\n";
+                return 2;
+            }
+            (a == "--journal" ? dir : config_file) = args[++i];
+        } else if (a.starts_with("--") && a != "--all") {
+            std::cerr << "airlock journal: unknown option '" << a << "'\n" << usage_text;
+            return 2;
+        } else {
+            pos.push_back(a);
+        }
+    }
+    if (pos.empty()) {
+        std::cerr << usage_text;
+        return 2;
+    }
+    auto const& verb = pos[0];
+    bool known = verb == "verify" || verb == "show" || verb == "export" || verb == "import";
+    if (!known) {
+        std::cerr << "airlock journal: unknown action '" << verb << "'\n" << usage_text;
+        return 2;
+    }
+    if (pos.size() != 2) {
+        auto operand = verb == "import" ? "FILE" : verb == "verify" ? "RUN or --all" : "RUN";
+        std::cerr << "airlock journal " << verb << ": expected " << operand << ", " << (pos.size() - 1)
+                  << " arguments given\n"
+                  << usage_text;
+        return 2;
+    }
+    if (dir && config_file) {
+        std::cerr << "airlock journal: give --journal or --config, not both\n";
+        return 2;
+    }
+    store::lmdb_options opts;
+    opts.directory = dir.value_or("var/journal");
+    if (config_file) {
+        auto c = load_config(*config_file);
+        if (!c) {
+            std::cerr << "airlock journal: " << *config_file << ": " << c.error().message << "\n";
+            return 1;
+        }
+        opts = c->journal;
+    }
+    // Read-only actions must not create a journal where none was.
+    if (verb != "import" && !std::filesystem::exists(opts.directory / "data.mdb")) {
+        std::cerr << "airlock journal: no journal at '" << opts.directory.string() << "'\n";
+        return 1;
+    }
+    auto opened = store::lmdb_store::open(opts);
+    if (!opened) {
+        std::cerr << "airlock journal: " << opened.error().message << "\n";
+        return 1;
+    }
+    auto& s = **opened;
+    auto const& arg = pos[1];
+    if (verb == "verify") return arg == "--all" ? verify_all(s) : verify_one(s, arg);
+    if (verb == "import") return import_file(s, arg);
+
+    auto recs = s.read(arg);
+    if (!recs) {
+        std::cerr << "airlock journal " << verb << ": " << recs.error().message << "\n";
+        return 1;
+    }
+    if (recs->empty()) {
+        std::cerr << "airlock journal " << verb << ": no run " << arg << "\n";
+        return 1;
+    }
+    for (auto const& r : *recs) {
+        if (verb == "export") {
+            auto line = core::canonical(core::to_json(r));
+            if (!line) {
+                std::cerr << "airlock journal export: seq " << r.seq << ": " << line.error().message << "\n";
+                return 1;
+            }
+            std::cout << *line << "\n";
+        } else {
+            std::cout << r.seq << "  " << core::to_string(r.kind) << "  " << core::to_hex(r.hash).substr(0, 12) << "  "
+                      << body_preview(r.body) << "\n";
+        }
+    }
+    return 0;
+}
+
+}  // namespace airlock::service

@@ -1,0 +1,252 @@
+#pragma once
+// airlock's configuration: one YAML file → typed, validated settings, every one with a safe default.
+// docs/configuration.md documents the file field by field; examples/airlock.yaml is a complete one.
+//
+// Loading reads every file the configuration names (tokens, manifests, keys) and every environment
+// variable it copies, so a configuration that loads is one airlock can start with. Secrets (tokens,
+// header and environment values) are held in memory only; no error message, warning or summary
+// line ever contains one.
+
+#include "core/error.hpp"
+#include "core/manifest.hpp"
+#include "core/policy.hpp"
+#include "core/provenance.hpp"
+#include "core/tool.hpp"
+#include "mcp/client/http_transport.hpp"
+#include "mcp/client/stdio_transport.hpp"
+#include "service/config/durations.hpp"
+#include "service/agents/providers/scripted.hpp"
+#include "store/lmdb_store.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace airlock::service {
+
+struct http_server_options;
+
+// Reads one environment variable; nullopt when it is unset. Injected so tests need no setenv.
+using env_lookup = std::function<std::optional<std::string>(std::string const& name)>;
+env_lookup process_environment();                                     // ::getenv
+env_lookup environment_from(std::map<std::string, std::string> vars);  // a fixed set, for tests
+
+struct tls_files {
+    std::filesystem::path cert_file;  // PEM certificate chain
+    std::filesystem::path key_file;   // PEM private key
+};
+
+// Legacy (2025-11-25 era) MCP sessions on /mcp: each holds memory and a backend session until it
+// is deleted or idles out, so there are at most `max`, and one principal holds at most
+// `max_per_principal` of them (else one tenant could refuse everyone else).
+struct session_limits {
+    std::size_t max = 1024;
+    std::size_t max_per_principal = 64;
+    std::chrono::milliseconds idle_timeout{30 * 60 * 1000};  // with nothing in flight and no GET stream open
+    friend bool operator==(session_limits const&, session_limits const&) = default;
+};
+
+struct server_config {
+    std::string host = "127.0.0.1";  // IPv6 without brackets
+    std::uint16_t port = 8787;       // 0: any free port
+    std::optional<std::filesystem::path> unix_socket;  // when set, airlock listens here instead of TCP
+    unsigned unix_socket_mode = 0660;
+    unsigned threads = 0;  // 0: one per hardware thread
+    // With one I/O thread: how long it keeps polling for events after its last one before it sleeps
+    // (0: it sleeps at once). Trades CPU for the wake-up a sleeping thread pays on every event.
+    std::chrono::microseconds busy_poll{0};
+    std::size_t header_limit = 16 * 1024;
+    std::size_t body_limit = 4 * 1024 * 1024;
+    std::chrono::milliseconds read_timeout{30'000};
+    std::chrono::milliseconds idle_timeout{60'000};
+    std::size_t max_connections = 1024;
+    // Connections one client address may hold at once; a quarter of max_connections unless set.
+    // Trusted proxies and unix-socket peers are not held to it (they stand for many clients).
+    std::size_t max_connections_per_client = 256;
+    std::optional<tls_files> tls;
+    std::vector<std::string> allowed_origins;  // "scheme://host[:port]", lowercased; empty: the endpoint's default
+    std::vector<std::string> allowed_hosts;    // Host header values, lowercased; empty: the endpoint's default
+    // Canonical text: addresses ("127.0.0.1"), networks ("10.0.0.0/8") and "unix" (the unix-socket peer).
+    std::vector<std::string> trusted_proxies;
+    // Which header a trusted proxy writes the client into: "x-forwarded-for" or "forwarded". Only
+    // that one is read; the other passes through a proxy untouched, written by whoever sent it.
+    std::string forwarded_header = "x-forwarded-for";
+    std::chrono::milliseconds drain_grace{10'000};
+    // How long a 2026-07-28 request that asked its caller something waits for the retry (MRTR).
+    std::chrono::milliseconds input_request_ttl{300'000};
+    // Items per page of the lists the gateway merges from its upstreams (tools, resources, prompts).
+    std::size_t list_page_size = 100;
+    std::chrono::milliseconds sse_keep_alive{15'000};  // a comment on an SSE stream quiet for this long
+    session_limits sessions;
+};
+
+struct signing_config {
+    std::filesystem::path key_file;
+    std::string kid;  // as configured, else derived from the public key (key_id_of); empty while the key is missing
+    std::chrono::seconds lifetime{300};
+    bool create_if_missing = false;
+    // Loaded from key_file; null only when the file is missing and create_if_missing is set, until
+    // create_missing_secrets makes it.
+    std::shared_ptr<core::provenance_signer const> signer;
+};
+
+enum class upstream_kind { stdio, http };
+enum class tool_prefix { server, none };  // tools named `server__tool`, or by their own name
+
+struct upstream_config {
+    std::string name;  // the server component of its ToolIds
+    upstream_kind kind = upstream_kind::stdio;
+    mcp::stdio_options stdio;         // kind == stdio: argv, env (secrets resolved) and cwd filled in
+    mcp::http_transport_options http; // kind == http: url, headers (secrets resolved), TLS settings
+    core::destination destination;    // where its calls go, as the egress allowlist must name it
+    tool_prefix prefix = tool_prefix::server;
+    std::chrono::milliseconds deadline{60'000};  // one tools/call, start to result
+    bool optional = false;  // readiness does not wait for it
+};
+
+struct principal_config {
+    std::string name;
+    std::string token;  // SECRET: the bearer token itself; empty while a token file is still to be created
+    std::optional<std::filesystem::path> token_file;
+    std::optional<std::string> token_env;  // the variable's name, not its value
+    bool create_if_missing = false;        // token_file only: create_missing_secrets writes a fresh token
+    std::filesystem::path manifest_file;
+    core::manifest manifest;  // its grants are the tools this principal sees and may call
+    bool trusted = false;     // arguments from this principal count as trusted input
+    bool anonymous = false;   // requests without an Authorization header are served as this principal (no token)
+    bool is_operator = false; // `operator: true`: sees and acts on every run over REST and decides approvals
+};
+
+enum class provider_kind { openai, anthropic, scripted };
+
+// A model provider agents can be run with (`providers:` in the file, keyed by name).
+struct provider_config {
+    std::string name;
+    provider_kind kind = provider_kind::openai;
+    std::string base_url;            // openai/anthropic: as configured, else the kind's public endpoint
+    core::destination destination;   // remote{scheme, host, port} of base_url; local for scripted
+    std::string api_key;             // SECRET: the key itself, empty when none is configured
+    std::optional<std::string> api_key_env;  // the variable's name, not its value
+    std::optional<std::filesystem::path> api_key_file;
+    // Sent on every request (OpenAI-Organization, a gateway's tenant header...). Values may be
+    // secrets: never shown, scrubbed from errors.
+    std::vector<std::pair<std::string, std::string>> headers;
+    std::string model;               // asked for when a run names no model
+    std::uint64_t max_tokens = 4096;
+    // openai: "max_tokens" or "max_completion_tokens"; by default the latter for api.openai.com only
+    std::string max_tokens_field = "max_tokens";
+    std::chrono::milliseconds deadline{120'000};        // one attempt, connect to the last byte of the answer
+    unsigned max_retries = 2;                           // further attempts after 429 or 5xx
+    std::size_t max_connections = 256;                  // requests in flight at once; more wait their turn
+    std::chrono::milliseconds max_retry_wait{60'000};   // the longest wait before one
+    bool verify_peer = true;
+    std::optional<std::string> ca_file;
+    std::optional<std::filesystem::path> script;  // scripted: the script of turns it plays
+};
+
+// An agent airlock runs (REST /v1/runs, `airlock replay`): its manifest and its model provider.
+struct agent_config {
+    std::string name;  // the manifest's metadata.name
+    std::filesystem::path manifest_file;
+    core::manifest manifest;
+    std::optional<std::filesystem::path> script_file;  // the scripted provider plays this script
+    std::optional<service::script> scripted;  // parsed from script_file
+    std::optional<std::string> provider;  // or: a provider by name from the providers section
+};
+
+enum class log_level { trace, debug, info, warn, error };
+enum class log_format { json, text };
+
+struct logging_config {
+    log_level level = log_level::info;
+    log_format format = log_format::json;
+};
+
+// GET /metrics: on by default and open like /healthz; with a token it answers only
+// `Authorization: Bearer <token>` (a scraper's own credential, not a principal's).
+struct metrics_config {
+    bool enabled = true;
+    std::string token;  // SECRET; empty: no token required
+    std::optional<std::filesystem::path> token_file;
+    std::optional<std::string> token_env;  // the variable's name, not its value
+};
+
+struct runs_config {
+    std::size_t max_concurrent_runs = 64;
+};
+
+struct config {
+    std::filesystem::path source;    // the file it was read from, absolute
+    std::filesystem::path base_dir;  // relative paths in the file are resolved against this
+    server_config server;
+    store::lmdb_options journal;  // directory defaults to <base_dir>/var/journal
+    std::optional<signing_config> signing;  // absent: calls are sent unsigned
+    std::vector<upstream_config> upstreams;
+    core::egress_allowlist egress;
+    std::vector<principal_config> principals;
+    std::vector<provider_config> providers;
+    std::vector<agent_config> agents;
+    logging_config logging;
+    metrics_config metrics;
+    runs_config runs;
+    // Valid but probably not what was meant (an upstream egress does not allow, a token file others
+    // can read, ...). Shown by summary(); never contain secrets.
+    std::vector<std::string> warnings;
+    // SECRET: every value read from an environment variable or a file (env, env_from, file, for
+    // upstreams and providers) and every header value, however written, so that
+    // register_secrets can hide them. Tokens are in principals, keys in providers.
+    std::vector<std::string> secrets;
+};
+
+// Registers every secret the configuration holds with core::secrets, from then on hidden in every
+// output: principals' and the metrics token, providers' API keys, c.secrets, and the base64 lines
+// of the signing key and of the TLS private key.
+void register_secrets(config const& c);
+
+// Reads, validates and resolves the file; the first problem found, with the key path at fault.
+core::result<config> load_config(std::filesystem::path const& file, env_lookup const& env = process_environment());
+// Every problem load_config would refuse for, section by section; empty when it loads.
+std::vector<core::error> config_problems(std::filesystem::path const& file,
+                                         env_lookup const& env = process_environment());
+
+// Human-readable, for `airlock check CONFIG`: listen address, journal, signing, upstreams and their
+// egress status, egress entries, principals and their grant counts, warnings. Never a secret.
+std::string summary(config const& c);
+// The summary, so test frameworks and logs can print a result<config> directly.
+std::ostream& operator<<(std::ostream& os, config const& c);
+
+// Writes what create_if_missing asked for and is missing: an Ed25519 signing key (PKCS#8 PEM, with
+// its public key beside it at public_key_path) and random bearer tokens, each secret created with
+// mode 0600 and never overwritten. Fills in c.
+core::result<void> create_missing_secrets(config& c);
+
+// Where create_missing_secrets puts the public key of a created signing key: the key file with the
+// extension ".pub" (keys/provenance.key → keys/provenance.pub, as `airlock keygen` names them).
+std::filesystem::path public_key_path(std::filesystem::path const& key_file);
+
+// The key id used when signing.kid is not configured: "ed25519-" and the first 16 hex digits of the
+// SHA-256 of the raw 32-byte public key.
+std::string key_id_of(std::string_view public_key_raw);
+
+// Parses a size ("512", "64KiB", "4MiB", "1GiB", "10MB"); durations are parse_duration's (durations.hpp).
+std::optional<std::size_t> parse_size(std::string_view text);
+
+std::string_view to_string(upstream_kind k) noexcept;
+std::string_view to_string(tool_prefix p) noexcept;
+std::string_view to_string(provider_kind k) noexcept;
+std::string_view to_string(log_level l) noexcept;
+std::string_view to_string(log_format f) noexcept;
+
+// The subset of server settings the HTTP server takes today (host, port, limits, timeouts, cap).
+http_server_options to_http_server_options(server_config const& s);
+
+}  // namespace airlock::service
