@@ -14,3 +14,21 @@ function(airlock_library target)
   add_library(${target} STATIC ${sources})
   airlock_target_defaults(${target})
 endfunction()
+
+# One library per folder of a layer (mcp/protocol, service/gateway, …), made of the .cpp files in
+# that folder and its subfolders; a folder with only headers gives an INTERFACE library. `deps` are
+# the lower libraries it may use. Static libraries are linked dependents first, so a call that runs
+# back up (a lower folder using a higher one) fails to link; tests/core/layering_test.cpp checks
+# the includes against the same order.
+function(airlock_folder_library target dir)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*.cpp)
+  if(sources)
+    add_library(${target} STATIC ${sources})
+    airlock_target_defaults(${target})
+    target_link_libraries(${target} PUBLIC ${ARGN})
+  else()
+    add_library(${target} INTERFACE)
+    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${target} INTERFACE ${ARGN})
+  endif()
+endfunction()

@@ -4,6 +4,7 @@
 #include "mcp/client/router.hpp"
 #include "mcp/client/stdio_transport.hpp"
 #include "service/config/config.hpp"
+#include "service/app/server_options.hpp"
 #include "service/app/cpus.hpp"
 #include "service/gateway/gateway.hpp"
 #include "service/ops/health.hpp"

@@ -35,8 +35,6 @@ constexpr char usage_text[] =
     "             SHA-256 of the raw public key)\n"
     "  Existing files are never overwritten: move them away first.\n";
 
-constexpr std::size_t max_kid_bytes = 128;
-
 struct pkey_deleter {
     void operator()(EVP_PKEY* k) const noexcept { EVP_PKEY_free(k); }
 };
@@ -150,10 +148,6 @@ core::result<key_pair> generate() {
 
 }  // namespace
 
-std::string derived_key_id(std::string_view raw_public_key) {
-    return "ed25519-" + core::sha256_hex(raw_public_key).substr(0, 16);
-}
-
 core::result<std::string> derived_key_id_of_pem(std::string_view pem) {
     auto read = [&](bool as_private) -> pkey_ptr {
         bio_ptr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
@@ -169,14 +163,6 @@ core::result<std::string> derived_key_id_of_pem(std::string_view pem) {
     auto raw = raw_public_key(key.get());
     if (!raw) return raw.error();
     return derived_key_id(*raw);
-}
-
-std::string key_id_problem(std::string_view kid) {
-    if (kid.empty()) return "the key id is empty";
-    if (kid.size() > max_kid_bytes) return "the key id is longer than " + std::to_string(max_kid_bytes) + " bytes";
-    for (char c : kid)
-        if (c < 0x21 || c > 0x7e) return "the key id may hold only printable ASCII without spaces";
-    return {};
 }
 
 int run_keygen(std::vector<std::string> const& args) {

@@ -15,7 +15,7 @@
 #include "mcp/client/http_transport.hpp"
 #include "mcp/client/stdio_transport.hpp"
 #include "service/config/durations.hpp"
-#include "service/agents/providers/scripted.hpp"
+#include "service/config/script.hpp"
 #include "store/lmdb_store.hpp"
 
 #include <chrono>
@@ -32,8 +32,6 @@
 #include <vector>
 
 namespace airlock::service {
-
-struct http_server_options;
 
 // Reads one environment variable; nullopt when it is unset. Injected so tests need no setenv.
 using env_lookup = std::function<std::optional<std::string>(std::string const& name)>;
@@ -245,8 +243,5 @@ std::string_view to_string(tool_prefix p) noexcept;
 std::string_view to_string(provider_kind k) noexcept;
 std::string_view to_string(log_level l) noexcept;
 std::string_view to_string(log_format f) noexcept;
-
-// The subset of server settings the HTTP server takes today (host, port, limits, timeouts, cap).
-http_server_options to_http_server_options(server_config const& s);
 
 }  // namespace airlock::service

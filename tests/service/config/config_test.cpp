@@ -1,4 +1,5 @@
 #include "service/config/config.hpp"
+#include "service/app/server_options.hpp"
 
 #include "service/http/http_server.hpp"
 #include "tests/support/file_text.hpp"
