@@ -1,5 +1,7 @@
 #include "core/policy.hpp"
 
+#include "core/ascii.hpp"
+
 #include <boost/json/value.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -27,14 +29,9 @@ constexpr std::array<std::pair<deny_reason, std::string_view>, 8> reason_names{{
     {deny_reason::destination_not_allowed, "destination_not_allowed"},
 }};
 
-char ascii_lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
 // Hosts are compared ASCII-only: a non-ASCII host reaches us as punycode, and locale-aware folding
 // would let two different byte strings name "the same" host.
-bool host_equal(std::string_view a, std::string_view b) noexcept {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return ascii_lower(x) == ascii_lower(y); });
-}
+bool host_equal(std::string_view a, std::string_view b) noexcept { return iequals(a, b); }
 
 bool same_destination(destination const& listed, destination const& asked) noexcept {
     if (listed.index() != asked.index()) return false;
