@@ -161,12 +161,12 @@ TEST_CASE("a plain granted call is planned to its upstream and destination") {
 }
 
 TEST_CASE("tools/call params must name the tool with a string and carry arguments as an object") {
-    CHECK_FALSE(read_call_request(std::nullopt));
+    CHECK_FALSE(read_call_request(std::nullopt).has_value());
     CHECK(read_call_request(json::object{{"name", 3}}).error().message == "tools/call params.name must be a string");
     CHECK(read_call_request(json::object{{"name", "x"}, {"arguments", 1}}).error().message ==
           "tools/call params.arguments must be an object");
     auto ok = read_call_request(json::object{{"name", "x"}, {"arguments", nullptr}});
-    REQUIRE(ok);
+    REQUIRE(ok.has_value());
     CHECK(ok->arguments == json::object{});
 }
 
