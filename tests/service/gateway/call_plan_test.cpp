@@ -105,7 +105,7 @@ TEST_CASE("a name two upstreams expose is refused as not granted, the ambiguity 
     CHECK(r.detail == "tool name exposed by both");
 }
 
-TEST_CASE("an untrusted principal's call to a mutating grant without protected fields is refused by the taint gate") {
+TEST_CASE("the plan of a mutating call with untrusted arguments and no protected fields is the taint gate's refusal") {
     auto r = refusal_of(plan(request(wire("tool://files/write"), {{"path", "/etc/motd"}}), entry("tool://files/write")));
     CHECK(r.what == call_refusal::kind::denied);
     CHECK(r.reason == core::deny_reason::tainted_mutation);
