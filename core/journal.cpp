@@ -282,4 +282,9 @@ bool is_terminal_status(std::string_view status) noexcept {
            status == "cancelled";
 }
 
+boost::asio::awaitable<result<std::vector<record>>> journal_store::async_append_deferred(std::string run_id,
+                                                                                   std::vector<new_record> records) {
+    co_return co_await async_append(std::move(run_id), std::move(records));
+}
+
 }  // namespace airlock::core

@@ -136,6 +136,12 @@ public:
     // Atomically appends the records (all or none); completes only once they are durable.
     virtual boost::asio::awaitable<result<std::vector<record>>> async_append(std::string run_id,
                                                                              std::vector<new_record> records) = 0;
+    // An append whose durability nobody waits for (a gateway call's outcome, written after the
+    // reply): a store may hold it back to ride in the transaction of the next append that must be
+    // durable now (the LMDB store does, for at most its defer_limit); records keep the order in
+    // which they were submitted, deferred or not. By default it is an ordinary append.
+    virtual boost::asio::awaitable<result<std::vector<record>>> async_append_deferred(std::string run_id,
+                                                                                      std::vector<new_record> records);
     virtual boost::asio::awaitable<result<std::vector<record>>> async_read(std::string run_id,
                                                                            std::uint64_t from_seq = 1) = 0;
     virtual boost::asio::awaitable<result<std::optional<run_summary>>> async_head(std::string run_id) = 0;

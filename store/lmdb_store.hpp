@@ -69,7 +69,7 @@ public:
     // now, or after defer_limit, whichever comes first, and completes then. Records keep the order
     // in which they were submitted, deferred or not; close() commits whatever is deferred.
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_append_deferred(
-        std::string run_id, std::vector<core::new_record> records);
+        std::string run_id, std::vector<core::new_record> records) override;
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_read(std::string run_id,
                                                                                std::uint64_t from_seq) override;
     boost::asio::awaitable<core::result<std::optional<core::run_summary>>> async_head(std::string run_id) override;

@@ -117,6 +117,11 @@ boost::asio::awaitable<core::result<std::vector<core::record>>> memory_store::as
     co_return append(run_id, records);
 }
 
+boost::asio::awaitable<core::result<std::vector<core::record>>> memory_store::async_append_deferred(
+    std::string run_id, std::vector<core::new_record> records) {
+    co_return co_await async_append(std::move(run_id), std::move(records));
+}
+
 boost::asio::awaitable<core::result<std::vector<core::record>>> memory_store::async_read(std::string run_id,
                                                                                           std::uint64_t from_seq) {
     co_return read(run_id, from_seq);

@@ -24,6 +24,9 @@ public:
 
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_append(
         std::string run_id, std::vector<core::new_record> records) override;
+    // Nothing to ride along with in memory: an ordinary append.
+    boost::asio::awaitable<core::result<std::vector<core::record>>> async_append_deferred(
+        std::string run_id, std::vector<core::new_record> records) override;
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_read(std::string run_id,
                                                                                std::uint64_t from_seq = 1) override;
     boost::asio::awaitable<core::result<std::optional<core::run_summary>>> async_head(std::string run_id) override;

@@ -963,3 +963,20 @@ TEMPLATE_TEST_CASE("of many coroutines claiming one idempotency key, exactly one
     for (auto const& a : got) run_ids.insert(a.run_id);
     CHECK(run_ids.size() == 1);
 }
+
+TEMPLATE_TEST_CASE("a deferred append is chained and read back like any other, in the order it was submitted",
+                   "[journal_store]", AIRLOCK_JOURNAL_STORE_FIXTURES) {
+    TestType f;
+    REQUIRE(append(*f.store, "run-1", {admitted(), started("run-1/000001/tool")}).has_value());
+    auto deferred = run_awaitable(f.store->async_append_deferred("run-1", one_record(done("run-1/000001/tool"))));
+    REQUIRE(deferred.has_value());
+    REQUIRE(deferred->size() == 1);
+    CHECK(deferred->front().seq == 3);
+    auto more = append(*f.store, "run-1", {note("after")});
+    REQUIRE(more.has_value());
+    CHECK(more->front().seq == 4);
+    auto stored = read(*f.store, "run-1");
+    REQUIRE(stored.size() == 4);
+    CHECK(stored[2].kind == record_kind::effect_done);
+    CHECK(verdict(verify_chain(stored)) == "ok");
+}

@@ -1,0 +1,115 @@
+#pragma once
+// The journal runs of the gateway: one per legacy session, one per principal for stateless
+// requests, and the gateway's own. A run is admitted once (callers that arrive meanwhile wait for
+// it), held open while a call in it has not journaled its outcome, and sealed when its session
+// ends or airlock stops. Its own lock; nothing in it calls out while holding it.
+
+#include "core/journal.hpp"
+#include "core/run_id.hpp"
+#include "mcp/server/backend.hpp"
+#include "service/gateway/principal.hpp"
+#include "service/gateway/waiter.hpp"
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace airlock::service {
+
+struct session_runs_options {
+    boost::asio::any_io_executor executor;  // seals and deferred outcomes run here; none: they are not run
+    std::shared_ptr<core::journal_store> journal;
+    std::string instance;  // the instance_lock id written into each admitted run
+    std::function<std::chrono::system_clock::time_point()> clock;
+    std::function<void(std::uint8_t*, std::size_t)> random;
+};
+
+class session_runs final : public std::enable_shared_from_this<session_runs> {
+public:
+    static std::shared_ptr<session_runs> make(session_runs_options options);
+
+    // "session:ID" for a legacy session, "principal:NAME" otherwise: a run's key, and a stream's.
+    static std::string key_of(std::string const& session_id, std::string const& principal);
+
+    // The run a request of `p` writes to, admitted on first use. Errors: stopping, journal_timeout,
+    // run_ended, or the journal's.
+    boost::asio::awaitable<core::result<std::string>> async_run_for(mcp::request_context const& ctx,
+                                                                    gateway_principal const& p);
+    // The gateway's own run, for events no caller owns (an upstream tool's definition changing).
+    boost::asio::awaitable<core::result<std::string>> async_gateway_run(std::string version);
+    // The admitted run of a session or principal.
+    std::optional<std::string> run_of(std::string const& session_id, std::string const& principal) const;
+
+    // Counts a call in `run` until the returned token is released (after its outcome is journaled).
+    std::shared_ptr<void> hold(std::string const& run);
+    // The next effect's step in `run` (1, 2, ...).
+    std::uint32_t next_step(std::string const& run);
+
+    // Journals a note {..., principal} in the run of a request of `p` (who read or got what).
+    boost::asio::awaitable<core::result<void>> async_note(mcp::request_context const& ctx, gateway_principal const& p,
+                                                          boost::json::object body);
+    // Appends `records` now, durable on completion.
+    boost::asio::awaitable<core::result<std::vector<core::record>>> async_append(std::string run,
+                                                                                 std::vector<core::new_record> records);
+    // Appends `rec` now; a failure is logged.
+    boost::asio::awaitable<void> async_journal(std::string run, core::new_record rec);
+    // Appends a call's outcome after the reply, deferred (journal_store::async_append_deferred);
+    // `hold` keeps the run unsealed until it is written. Runs on `exec`.
+    void journal_outcome(boost::asio::any_io_executor const& exec, std::string run, core::new_record rec,
+                         std::shared_ptr<void> hold);
+
+    // The session's run is sealed once its open calls end.
+    void session_closed(std::string const& session_id);
+    // Stopping: every admitted run is sealed once its open calls end; no run is admitted from now on.
+    void close_all();
+    // Waits until every run being closed is sealed, or `limit` has passed.
+    boost::asio::awaitable<void> async_closed(std::chrono::milliseconds limit);
+
+private:
+    explicit session_runs(session_runs_options options);
+
+    struct run_slot {
+        std::string run;
+        bool admitted = false;  // run_admitted is durable; until then other callers wait
+        std::vector<std::shared_ptr<waiter>> waiting;  // woken when admission ends, either way
+    };
+    // What async_admitted_run does next, decided under the lock.
+    struct admission_step {
+        std::optional<core::result<std::string>> done;  // answered: the admitted run, or why not
+        std::string mine;                              // this caller admits this run
+        std::shared_ptr<waiter> wait;                  // another caller is admitting it
+    };
+
+    // Admits (once) and returns the run that `key` writes to; concurrent callers share it.
+    boost::asio::awaitable<core::result<std::string>> async_admitted_run(std::string key, boost::json::object body);
+    admission_step next_admission_step(std::string const& key, boost::asio::any_io_executor const& exec);
+    // After run_admitted was appended (or refused): marks the slot and wakes its waiters.
+    core::result<std::string> admitted(std::string const& key, std::string const& run, core::result<void> appended);
+    void call_ended(std::string const& run);
+    // Seals `run` now, or once its open calls end.
+    void close_run(std::string const& run, std::string reason);
+    void seal(std::string run, std::string reason);  // with mutex_ held
+
+    session_runs_options options_;
+    mutable std::mutex mutex_;
+    std::map<std::string, run_slot> runs_;           // key → its run
+    bool stopping_ = false;                          // close_all has begun: no run is admitted
+    std::map<std::string, std::uint32_t> steps_;     // run id → effects started
+    std::map<std::string, std::size_t> open_calls_;  // run id → calls in it whose outcome is not yet journaled
+    std::map<std::string, std::string> closing_;     // runs to seal once their open calls end → why
+    std::size_t sealing_ = 0;                        // seals under way
+    std::vector<std::shared_ptr<waiter>> closed_waiting_;  // async_closed's, woken when nothing is left to seal
+    core::run_id_generator ids_;
+};
+
+}  // namespace airlock::service
