@@ -10,7 +10,9 @@
 #include "service/cli/keygen_command.hpp"
 #include "service/cli/pins_command.hpp"
 #include "service/cli/verify_provenance_command.hpp"
-#include "service/app/serve.hpp"
+#include "service/app/replay_command.hpp"
+#include "service/app/serve_command.hpp"
+#include "service/app/stdio_command.hpp"
 #include "service/cli/upstream_command.hpp"
 
 

@@ -3,10 +3,9 @@
 #include "core/secrets.hpp"
 #include "service/config/config.hpp"
 #include "service/agents/providers/factory.hpp"
+#include "service/cli/support.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <charconv>
@@ -33,13 +32,6 @@ struct ask_args {
 int parse(std::vector<std::string> const& args, ask_args& out, bool& done) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
-        auto value = [&]() -> std::string const* {
-            if (i + 1 >= args.size()) {
-                std::cerr << "airlock ask: " << a << " needs a value\n";
-                return nullptr;
-            }
-            return &args[++i];
-        };
         std::string const* v = nullptr;
         if (a == "--help" || a == "-h") {
             std::cout << ask_usage;
@@ -47,7 +39,7 @@ int parse(std::vector<std::string> const& args, ask_args& out, bool& done) {
             return 0;
         }
         if (a == "--config" || a == "--provider" || a == "--model" || a == "--system" || a == "--max-tokens") {
-            if (!(v = value())) return 2;
+            if (!(v = cli::flag_value(args, i, "ask"))) return 2;
         }
         if (a == "--config") out.config = *v;
         else if (a == "--provider") out.provider = *v;
@@ -132,9 +124,7 @@ int run_ask(std::vector<std::string> const& args) {
         return 2;
     }
     a.request.messages.push_back(core::model_message{core::message_role::user, a.text, {}, {}, false});
-    auto fut = boost::asio::co_spawn(ioc, (*provider)->async_complete(std::move(a.request)), boost::asio::use_future);
-    ioc.run();
-    auto r = fut.get();
+    auto r = cli::run_sync(ioc, (*provider)->async_complete(std::move(a.request)));
     if (!r) {
         std::cerr << "error: " << core::to_string(r.error().kind) << " ("
                   << core::to_string(core::disposition_of(r.error().kind)) << "): " << r.error().tool << ": "

@@ -2,12 +2,8 @@
 
 #include "core/canonical_json.hpp"
 #include "core/journal.hpp"
-#include "service/config/config.hpp"
+#include "service/cli/support.hpp"
 #include "store/lmdb_store.hpp"
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <fstream>
 #include <iostream>
@@ -24,14 +20,6 @@ constexpr char usage_text[] =
     "  import FILE            verify an exported run, then write it whole (refused whole if broken)\n"
     "  --journal DIR          journal directory (default: var/journal)\n"
     "  --config FILE          take the journal from this configuration (journal.dir)\n";
-
-template <class T>
-T run_sync(boost::asio::awaitable<T> task) {
-    boost::asio::io_context ioc;
-    auto fut = boost::asio::co_spawn(ioc, std::move(task), boost::asio::use_future);
-    ioc.run();
-    return fut.get();
-}
 
 int verify_one(store::lmdb_store const& s, std::string const& run) {
     auto v = s.verify(run);
@@ -112,7 +100,7 @@ int import_file(store::lmdb_store& s, std::string const& path) {
     }
     std::vector<core::new_record> batch;
     for (auto const& r : records) batch.push_back({r.kind, r.body});
-    auto written = run_sync(s.async_append(run, std::move(batch)));
+    auto written = cli::run_sync(s.async_append(run, std::move(batch)));
     if (!written) {
         std::cerr << "airlock journal import: refused: " << written.error().message << "\n";
         return 1;
@@ -138,11 +126,9 @@ int run_journal(std::vector<std::string> const& args) {
             return 0;
         }
         if (a == "--journal" || a == "--config") {
-            if (i + 1 >= args.size()) {
-                std::cerr << "airlock journal: " << a << " needs a value\n";
-                return 2;
-            }
-            (a == "--journal" ? dir : config_file) = args[++i];
+            auto v = cli::flag_value(args, i, "journal");
+            if (!v) return 2;
+            (a == "--journal" ? dir : config_file) = *v;
         } else if (a.starts_with("--") && a != "--all") {
             std::cerr << "airlock journal: unknown option '" << a << "'\n" << usage_text;
             return 2;
@@ -171,27 +157,12 @@ int run_journal(std::vector<std::string> const& args) {
         std::cerr << "airlock journal: give --journal or --config, not both\n";
         return 2;
     }
-    store::lmdb_options opts;
-    opts.directory = dir.value_or("var/journal");
-    if (config_file) {
-        auto c = load_config(*config_file);
-        if (!c) {
-            std::cerr << "airlock journal: " << *config_file << ": " << c.error().message << "\n";
-            return 1;
-        }
-        opts = c->journal;
-    }
+    auto opts = cli::journal_options("journal", dir, config_file);
+    if (!opts) return 1;
     // Read-only actions must not create a journal where none was.
-    if (verb != "import" && !std::filesystem::exists(opts.directory / "data.mdb")) {
-        std::cerr << "airlock journal: no journal at '" << opts.directory.string() << "'\n";
-        return 1;
-    }
-    auto opened = store::lmdb_store::open(opts);
-    if (!opened) {
-        std::cerr << "airlock journal: " << opened.error().message << "\n";
-        return 1;
-    }
-    auto& s = **opened;
+    auto opened = cli::open_journal("journal", *opts, verb != "import");
+    if (!opened) return 1;
+    auto& s = *opened;
     auto const& arg = pos[1];
     if (verb == "verify") return arg == "--all" ? verify_all(s) : verify_one(s, arg);
     if (verb == "import") return import_file(s, arg);

@@ -1,11 +1,7 @@
 #include "service/cli/pins_command.hpp"
 
-#include "service/config/config.hpp"
+#include "service/cli/support.hpp"
 #include "store/lmdb_store.hpp"
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 
 #include <iostream>
 
@@ -19,14 +15,6 @@ constexpr char usage_text[] =
     "  list    every pinned upstream tool; 'CHANGED' marks one withheld until accepted\n"
     "  accept  make the changed definition of SERVER's TOOL (its upstream name) the pinned one\n"
     "  the journal is the configuration's journal.dir, or DIR (default: var/journal)\n";
-
-template <class T>
-T run_sync(boost::asio::awaitable<T> task) {
-    boost::asio::io_context ioc;
-    auto fut = boost::asio::co_spawn(ioc, std::move(task), boost::asio::use_future);
-    ioc.run();
-    return fut.get();
-}
 
 }  // namespace
 
@@ -54,28 +42,13 @@ int run_pins(std::vector<std::string> const& args) {
         std::cerr << usage_text;
         return 2;
     }
-    store::lmdb_options opts;
-    opts.directory = journal_dir.value_or("var/journal");
-    if (config_file) {
-        auto c = load_config(*config_file, process_environment());
-        if (!c) {
-            std::cerr << "airlock pins: " << *config_file << ": " << c.error().message << "\n";
-            return 1;
-        }
-        opts = c->journal;
-    }
-    if (!std::filesystem::exists(opts.directory / "data.mdb")) {
-        std::cerr << "airlock pins: no journal at '" << opts.directory.string() << "'\n";
-        return 1;
-    }
-    auto opened = store::lmdb_store::open(opts);
-    if (!opened) {
-        std::cerr << "airlock pins: " << opened.error().message << "\n";
-        return 1;
-    }
-    auto& s = **opened;
+    auto opts = cli::journal_options("pins", journal_dir, config_file);
+    if (!opts) return 1;
+    auto opened = cli::open_journal("pins", *opts, true);
+    if (!opened) return 1;
+    auto& s = *opened;
     if (list) {
-        auto pins = run_sync(s.async_pins());
+        auto pins = cli::run_sync(s.async_pins());
         if (!pins) {
             std::cerr << "airlock pins: " << pins.error().message << "\n";
             return 1;
@@ -88,7 +61,7 @@ int run_pins(std::vector<std::string> const& args) {
         std::cerr << pins->size() << " pinned tools\n";
         return 0;
     }
-    auto accepted = run_sync(s.async_accept_pin(pos[1] + "/" + pos[2]));
+    auto accepted = cli::run_sync(s.async_accept_pin(pos[1] + "/" + pos[2]));
     if (!accepted) {
         std::cerr << "airlock pins accept: " << accepted.error().message << "\n";
         return 1;

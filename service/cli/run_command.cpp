@@ -2,11 +2,11 @@
 
 #include "core/manifest.hpp"
 #include "service/agents/providers/scripted.hpp"
-#include "service/app/serve.hpp"
 #include "service/app/signals.hpp"
+#include "service/app/wiring.hpp"
+#include "service/cli/support.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/json/serialize.hpp>
@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <sstream>
 
@@ -67,11 +68,9 @@ int parse(std::vector<std::string> const& args, run_args& out, bool& done) {
                                            : a == "--script"   ? &out.script
                                                                : nullptr;
         if (slot) {
-            if (i + 1 >= args.size()) {
-                std::cerr << "airlock run: " << a << " needs a value\n";
-                return 2;
-            }
-            *slot = args[++i];
+            auto v = cli::flag_value(args, i, "run");
+            if (!v) return 2;
+            *slot = *v;
         } else if (a.starts_with("-")) {
             std::cerr << "airlock run: unknown option '" << a << "'\n" << run_usage;
             return 2;
@@ -225,6 +224,29 @@ void print(outcome const& o, bool as_json) {
     }
 }
 
+// What the run came to, printed, as the exit code: 0 when it succeeded.
+int report(std::future<core::result<outcome>>& fut, std::string const& run_id, bool as_json) {
+    if (fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        std::cerr << "airlock run: stopped before the run ended" << (run_id.empty() ? "" : "; run " + run_id)
+                  << " is left to be resumed\n";
+        return 1;
+    }
+    core::result<outcome> r = core::make_error("internal", "");
+    try {
+        r = fut.get();
+    } catch (std::exception const& e) {
+        std::cerr << "airlock run: internal error: " << e.what() << "\n";
+        return 1;
+    }
+    if (!r) {
+        bool bad_input = r.error().code == "invalid_request";
+        std::cerr << "airlock run: " << (bad_input ? "--" : "") << r.error().message << "\n";
+        return bad_input ? 2 : 1;
+    }
+    print(*r, as_json);
+    return r->view.summary.status == "succeeded" ? 0 : 1;
+}
+
 }  // namespace
 
 int run_run(std::vector<std::string> const& args) {
@@ -301,25 +323,7 @@ int run_run(std::vector<std::string> const& args) {
     ioc.run();
     signals.cancel();
     sc->journal->close();
-    if (fut.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
-        std::cerr << "airlock run: stopped before the run ended" << (run_id.empty() ? "" : "; run " + run_id)
-                  << " is left to be resumed\n";
-        return 1;
-    }
-    core::result<outcome> r = core::make_error("internal", "");
-    try {
-        r = fut.get();
-    } catch (std::exception const& e) {
-        std::cerr << "airlock run: internal error: " << e.what() << "\n";
-        return 1;
-    }
-    if (!r) {
-        bool bad_input = r.error().code == "invalid_request";
-        std::cerr << "airlock run: " << (bad_input ? "--" : "") << r.error().message << "\n";
-        return bad_input ? 2 : 1;
-    }
-    print(*r, a.as_json);
-    return r->view.summary.status == "succeeded" ? 0 : 1;
+    return report(fut, run_id, a.as_json);
 }
 
 }  // namespace airlock::service

@@ -2,8 +2,8 @@
 
 #include "core/journal.hpp"
 #include "core/journal_rules.hpp"
-#include "service/config/config.hpp"
 #include "core/rfc3339.hpp"
+#include "service/cli/support.hpp"
 #include "store/lmdb_store.hpp"
 
 #include <boost/json/serialize.hpp>
@@ -30,12 +30,18 @@ constexpr char usage_text[] =
     "  --cursor RUN    the page after this run (the 'more: --cursor' of the page before)\n"
     "  --json          one JSON object per line instead of a table\n";
 
-}  // namespace
-
-int run_runs(std::vector<std::string> const& args) {
+struct runs_args {
     std::optional<std::string> dir, config_file;
     core::run_filter filter;
     bool as_json = false;
+};
+
+// The command line; nullopt to go on, else the exit code (after printing usage or the problem).
+std::optional<int> parse_runs_args(std::vector<std::string> const& args, runs_args& out) {
+    auto& dir = out.dir;
+    auto& config_file = out.config_file;
+    auto& filter = out.filter;
+    auto& as_json = out.as_json;
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
         if (a == "--help" || a == "-h") {
@@ -52,11 +58,9 @@ int run_runs(std::vector<std::string> const& args) {
             std::cerr << "airlock runs: unknown option '" << a << "'\n" << usage_text;
             return 2;
         }
-        if (i + 1 >= args.size()) {
-            std::cerr << "airlock runs: " << a << " needs a value\n";
-            return 2;
-        }
-        auto const& v = args[++i];
+        auto const* value = cli::flag_value(args, i, "runs");
+        if (!value) return 2;
+        auto const& v = *value;
         if (a == "--journal") dir = v;
         else if (a == "--config") config_file = v;
         else if (a == "--agent") filter.agent = v;
@@ -87,34 +91,30 @@ int run_runs(std::vector<std::string> const& args) {
             filter.limit = n;
         }
     }
+    return std::nullopt;
+}
+
+}  // namespace
+
+int run_runs(std::vector<std::string> const& args) {
+    runs_args parsed;
+    if (auto exit = parse_runs_args(args, parsed)) return *exit;
+    auto const& [dir, config_file, filter, as_json] = parsed;
     if (dir && config_file) {
         std::cerr << "airlock runs: give --journal or --config, not both\n";
         return 2;
     }
-    std::filesystem::path journal_dir = dir ? *dir : "var/journal";
-    if (config_file) {
-        auto c = load_config(*config_file);
-        if (!c) {
-            std::cerr << "airlock runs: " << *config_file << ": " << c.error().message << "\n";
-            return 1;
-        }
-        journal_dir = c->journal.directory;
-    }
-    // Listing must not create a journal where none was.
-    if (!std::filesystem::exists(journal_dir / "data.mdb")) {
-        std::cerr << "airlock runs: no journal at '" << journal_dir.string() << "'\n";
-        return 1;
-    }
+    auto opts = cli::journal_options("runs", dir, config_file);
+    if (!opts) return 1;
+    // Only the directory: listing opens the journal with the defaults, whatever the file tunes.
     store::lmdb_options lo;
-    lo.directory = journal_dir;
-    auto opened = store::lmdb_store::open(lo);
-    if (!opened) {
-        std::cerr << "airlock runs: " << opened.error().message << "\n";
-        return 1;
-    }
+    lo.directory = opts->directory;
+    // Listing must not create a journal where none was.
+    auto opened = cli::open_journal("runs", lo, true);
+    if (!opened) return 1;
     // A cursor is the last run of a page printed before; any other would list from an arbitrary place.
     if (filter.cursor) {
-        auto last = (*opened)->head(*filter.cursor);
+        auto last = opened->head(*filter.cursor);
         if (!last) {
             std::cerr << "airlock runs: " << last.error().message << "\n";
             return 1;
@@ -125,7 +125,7 @@ int run_runs(std::vector<std::string> const& args) {
             return 2;
         }
     }
-    auto page = (*opened)->runs(filter);
+    auto page = opened->runs(filter);
     if (!page) {
         std::cerr << "airlock runs: " << page.error().message << "\n";
         return 1;
@@ -150,7 +150,7 @@ int run_runs(std::vector<std::string> const& args) {
             std::fflush(stdout);
         }
     }
-    (*opened)->close();
+    opened->close();
     return 0;
 }
 

@@ -4,10 +4,9 @@
 #include "mcp/client/client.hpp"
 #include "mcp/client/http_transport.hpp"
 #include "mcp/client/stdio_transport.hpp"
+#include "service/cli/support.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/use_future.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <charconv>
@@ -77,26 +76,19 @@ struct upstream_args {
 int parse_args(std::string const& cmd, std::vector<std::string> const& args, upstream_args& out) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
-        auto need = [&](char const* flag) -> std::string const* {
-            if (i + 1 >= args.size()) {
-                std::cerr << "airlock " << cmd << ": " << flag << " needs a value\n";
-                return nullptr;
-            }
-            return &args[++i];
-        };
         if (a == "--help" || a == "-h") {
             std::cout << tools_usage;
             return 0;
         } else if (a == "--server") {
-            auto v = need("--server");
+            auto v = cli::flag_value(args, i, cmd);
             if (!v) return 2;
             out.spec = *v;
         } else if (a == "--name") {
-            auto v = need("--name");
+            auto v = cli::flag_value(args, i, cmd);
             if (!v) return 2;
             out.name = *v;
         } else if (a == "--env") {
-            auto v = need("--env");
+            auto v = cli::flag_value(args, i, cmd);
             if (!v) return 2;
             auto eq = v->find('=');
             if (eq == std::string::npos || eq == 0) {
@@ -105,7 +97,7 @@ int parse_args(std::string const& cmd, std::vector<std::string> const& args, ups
             }
             out.env[v->substr(0, eq)] = v->substr(eq + 1);
         } else if (a == "--timeout") {
-            auto v = need("--timeout");
+            auto v = cli::flag_value(args, i, cmd);
             if (!v) return 2;
             unsigned secs = 0;
             auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), secs);
@@ -115,7 +107,7 @@ int parse_args(std::string const& cmd, std::vector<std::string> const& args, ups
             }
             out.timeout = std::chrono::seconds(secs);
         } else if (a == "--header") {
-            auto v = need("--header");
+            auto v = cli::flag_value(args, i, cmd);
             if (!v) return 2;
             auto colon = v->find(':');
             if (colon == std::string::npos || colon == 0) {
@@ -177,13 +169,6 @@ std::unique_ptr<mcp::mcp_client> make_client(asio::io_context& ioc, upstream_arg
     return nullptr;
 }
 
-template <class T>
-T run_sync(asio::io_context& ioc, asio::awaitable<T> task) {
-    auto fut = asio::co_spawn(ioc, std::move(task), asio::use_future);
-    ioc.run();
-    return fut.get();
-}
-
 std::string first_line(std::string const& s) {
     auto nl = s.find('\n');
     return nl == std::string::npos ? s : s.substr(0, nl);
@@ -219,7 +204,7 @@ int run_tools(std::vector<std::string> const& args) {
         co_await client->async_close();
         co_return rc;
     };
-    return run_sync(ioc, task());
+    return cli::run_sync(ioc, task());
 }
 
 int run_call(std::vector<std::string> const& args) {
@@ -279,7 +264,7 @@ int run_call(std::vector<std::string> const& args) {
         co_await client->async_close();
         co_return rc;
     };
-    return run_sync(ioc, task());
+    return cli::run_sync(ioc, task());
 }
 
 }  // namespace airlock::service

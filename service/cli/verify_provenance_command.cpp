@@ -177,10 +177,13 @@ int input_error(std::string const& message) {
     return 2;
 }
 
-}  // namespace
-
-int run_verify_provenance(std::vector<std::string> const& args) {
+struct verify_args {
     std::optional<std::string> key_path, kid, at, tool_uri, arguments_text, input;
+};
+
+// The command line; nullopt to go on, else the exit code (after printing usage or the problem).
+std::optional<int> parse_verify_args(std::vector<std::string> const& args, verify_args& out) {
+    auto& [key_path, kid, at, tool_uri, arguments_text, input] = out;
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
         if (a == "--help" || a == "-h") {
@@ -206,6 +209,15 @@ int run_verify_provenance(std::vector<std::string> const& args) {
         std::cerr << "airlock verify-provenance: --key and an input FILE (or -) are required\n" << usage_text;
         return 2;
     }
+    return std::nullopt;
+}
+
+}  // namespace
+
+int run_verify_provenance(std::vector<std::string> const& args) {
+    verify_args parsed;
+    if (auto exit = parse_verify_args(args, parsed)) return *exit;
+    auto& [key_path, kid, at, tool_uri, arguments_text, input] = parsed;
 
     auto pem = read_all(*key_path);
     if (!pem) return input_error("--key: " + pem.error().message);

@@ -1,13 +1,14 @@
 #pragma once
-// airlock's configuration: one YAML file → typed, validated settings, every one with a safe default.
+// airlock's configuration: the types one YAML file is read into, every setting with a safe default.
 // docs/configuration.md documents the file field by field; examples/airlock.yaml is a complete one.
+// Reading it is load.hpp's (one file a section: server.cpp, upstreams.cpp, principals.cpp, ...);
+// printing it summary.hpp's; its secrets secrets.hpp's.
 //
 // Loading reads every file the configuration names (tokens, manifests, keys) and every environment
 // variable it copies, so a configuration that loads is one airlock can start with. Secrets (tokens,
 // header and environment values) are held in memory only; no error message, warning or summary
 // line ever contains one.
 
-#include "core/error.hpp"
 #include "core/manifest.hpp"
 #include "core/policy.hpp"
 #include "core/provenance.hpp"
@@ -22,21 +23,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
-#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace airlock::service {
-
-// Reads one environment variable; nullopt when it is unset. Injected so tests need no setenv.
-using env_lookup = std::function<std::optional<std::string>(std::string const& name)>;
-env_lookup process_environment();                                     // ::getenv
-env_lookup environment_from(std::map<std::string, std::string> vars);  // a fixed set, for tests
 
 struct tls_files {
     std::filesystem::path cert_file;  // PEM certificate chain
@@ -205,39 +199,6 @@ struct config {
     std::vector<std::string> secrets;
 };
 
-// Registers every secret the configuration holds with core::secrets, from then on hidden in every
-// output: principals' and the metrics token, providers' API keys, c.secrets, and the base64 lines
-// of the signing key and of the TLS private key.
-void register_secrets(config const& c);
-
-// Reads, validates and resolves the file; the first problem found, with the key path at fault.
-core::result<config> load_config(std::filesystem::path const& file, env_lookup const& env = process_environment());
-// Every problem load_config would refuse for, section by section; empty when it loads.
-std::vector<core::error> config_problems(std::filesystem::path const& file,
-                                         env_lookup const& env = process_environment());
-
-// Human-readable, for `airlock check CONFIG`: listen address, journal, signing, upstreams and their
-// egress status, egress entries, principals and their grant counts, warnings. Never a secret.
-std::string summary(config const& c);
-// The summary, so test frameworks and logs can print a result<config> directly.
-std::ostream& operator<<(std::ostream& os, config const& c);
-
-// Writes what create_if_missing asked for and is missing: an Ed25519 signing key (PKCS#8 PEM, with
-// its public key beside it at public_key_path) and random bearer tokens, each secret created with
-// mode 0600 and never overwritten. Fills in c.
-core::result<void> create_missing_secrets(config& c);
-
-// Where create_missing_secrets puts the public key of a created signing key: the key file with the
-// extension ".pub" (keys/provenance.key → keys/provenance.pub, as `airlock keygen` names them).
-std::filesystem::path public_key_path(std::filesystem::path const& key_file);
-
-// The key id used when signing.kid is not configured: "ed25519-" and the first 16 hex digits of the
-// SHA-256 of the raw 32-byte public key.
-std::string key_id_of(std::string_view public_key_raw);
-
-// Parses a size ("512", "64KiB", "4MiB", "1GiB", "10MB"); durations are parse_duration's (durations.hpp).
-std::optional<std::size_t> parse_size(std::string_view text);
-
 std::string_view to_string(upstream_kind k) noexcept;
 std::string_view to_string(tool_prefix p) noexcept;
 std::string_view to_string(provider_kind k) noexcept;
@@ -245,3 +206,10 @@ std::string_view to_string(log_level l) noexcept;
 std::string_view to_string(log_format f) noexcept;
 
 }  // namespace airlock::service
+
+// The operations over a configuration, each in its own file, so that one include gives the types
+// and what reads, prints and secures them.
+#include "service/config/load.hpp"     // IWYU pragma: export
+#include "service/config/secrets.hpp"  // IWYU pragma: export
+#include "service/config/sizes.hpp"    // IWYU pragma: export
+#include "service/config/summary.hpp"  // IWYU pragma: export

@@ -1,0 +1,45 @@
+#include "service/cli/support.hpp"
+
+#include "service/config/config.hpp"
+
+#include <filesystem>
+#include <iostream>
+
+namespace airlock::service::cli {
+
+std::string const* flag_value(std::vector<std::string> const& args, std::size_t& i, std::string_view command) {
+    if (i + 1 >= args.size()) {
+        std::cerr << "airlock " << command << ": " << args[i] << " needs a value\n";
+        return nullptr;
+    }
+    return &args[++i];
+}
+
+std::optional<store::lmdb_options> journal_options(std::string_view command, std::optional<std::string> const& dir,
+                                                   std::optional<std::string> const& config_file) {
+    store::lmdb_options opts;
+    opts.directory = dir.value_or("var/journal");
+    if (!config_file) return opts;
+    auto c = load_config(*config_file, process_environment());
+    if (!c) {
+        std::cerr << "airlock " << command << ": " << *config_file << ": " << c.error().message << "\n";
+        return std::nullopt;
+    }
+    return c->journal;
+}
+
+std::unique_ptr<store::lmdb_store> open_journal(std::string_view command, store::lmdb_options const& options,
+                                                bool must_exist) {
+    if (must_exist && !std::filesystem::exists(options.directory / "data.mdb")) {
+        std::cerr << "airlock " << command << ": no journal at '" << options.directory.string() << "'\n";
+        return nullptr;
+    }
+    auto opened = store::lmdb_store::open(options);
+    if (!opened) {
+        std::cerr << "airlock " << command << ": " << opened.error().message << "\n";
+        return nullptr;
+    }
+    return std::move(*opened);
+}
+
+}  // namespace airlock::service::cli

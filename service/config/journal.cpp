@@ -1,0 +1,36 @@
+#include "service/config/sections.hpp"
+
+#include "service/config/reader.hpp"
+
+namespace airlock::service::config_detail {
+
+void read_journal(reader& r, YAML::Node const& n, store::lmdb_options& j) {
+    std::string const p = "journal";
+    if (!r.mapping(n, p, {"dir", "map_size", "durability", "sync_interval", "max_batch"})) return;
+    if (auto const v = n["dir"]) {
+        if (auto d = r.path(v, p + ".dir")) {
+            std::error_code ec;
+            if (fs::exists(*d, ec) && !fs::is_directory(*d, ec))
+                r.fail("invalid_value", p + ".dir: " + show_path(*d) + " exists and is not a directory");
+            else
+                j.directory = *d;
+        }
+    }
+    if (auto const v = n["map_size"]) {
+        if (auto s = r.size(v, p + ".map_size", std::size_t{1} << 20)) j.map_size = *s;
+    }
+    if (auto const v = n["durability"]) {
+        if (auto d = r.choice(v, p + ".durability", {"durable", "fast"}))
+            j.mode = *d == "durable" ? store::durability::durable : store::durability::fast;
+    }
+    if (auto const v = n["sync_interval"]) {
+        if (auto d = r.duration(v, p + ".sync_interval", milliseconds(1))) j.sync_interval = *d;
+        if (j.mode == store::durability::durable)
+            r.warn("journal.sync_interval has no effect with durability: durable (every append is synced)");
+    }
+    if (auto const v = n["max_batch"]) {
+        if (auto b = r.count(v, p + ".max_batch", 1, 1'000'000)) j.max_batch = *b;
+    }
+}
+
+}  // namespace airlock::service::config_detail
