@@ -4,6 +4,7 @@
 #include "mcp/protocol/log_throttle.hpp"
 #include "mcp/protocol/mrtr.hpp"
 #include "service/config/durations.hpp"
+#include "service/http/door.hpp"
 #include "service/mcp/mrtr_rounds.hpp"
 #include "core/sha256.hpp"
 #include "mcp/protocol/sse.hpp"
@@ -54,12 +55,6 @@ std::string lowered(std::string_view s) {
 
 bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
 }
 
 }  // namespace
@@ -400,9 +395,9 @@ std::string short_id(std::string const& id) { return id.substr(0, 8); }
 struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     std::shared_ptr<mcp::server_backend> backend;
     mcp_endpoint_options options;
-    std::vector<std::string> hosts;    // lowercased
-    std::vector<std::string> origins;  // lowercased
-    bool any_host = false;
+    // The door's rules as configured and derived from the listening address; replaced whole by
+    // configure(), read under the mutex.
+    std::shared_ptr<door_policy const> door;
 
     mutable std::mutex mutex;
     std::map<std::string, std::shared_ptr<session>> sessions;
@@ -430,83 +425,51 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         options.listen_host = host;
         options.listen_port = port;
         options.unix_socket = unix_socket;
-        hosts.clear();
-        origins.clear();
-        for (auto const& h : options.allowed_hosts) hosts.push_back(lowered(h));
-        for (auto const& o : options.allowed_origins) origins.push_back(lowered(o));
+        auto hosts = options.allowed_hosts;
+        auto origins = options.allowed_origins;
         if (hosts.empty() && !unix_socket) hosts = default_allowed_hosts(host, port);
         if (origins.empty() && !unix_socket) origins = default_allowed_origins(host, port);
         // Over a unix socket, or on a public address nobody named, the Host header cannot be
-        // judged; authentication and the Origin check still apply.
-        any_host = hosts.empty();
+        // judged (no hosts: any Host); authentication and the Origin check still apply.
+        door = std::make_shared<door_policy const>(make_door_policy(
+            std::move(hosts), std::move(origins), options.authenticate, options.allow_anonymous, true));
     }
 
     clock_type::time_point now() const { return options.clock ? options.clock() : clock_type::now(); }
 
     // ------------------------------------------------------------ the door
 
-    std::optional<http_response> check_host_origin(http_request const& req) {
-        unsigned v = req.version();
-        auto forbidden = [&](std::string why) {
-            return rpc_error(403, std::nullopt, mcp::rpc_code::invalid_request, "Forbidden: " + std::move(why), v);
-        };
+    std::shared_ptr<door_policy const> door_now() const {
         std::lock_guard lock(mutex);
-        if (!any_host) {
-            auto it = req.find(http::field::host);
-            if (it == req.end()) return forbidden("a Host header is required");
-            auto h = lowered(trim(it->value()));
-            if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) {
-                if (auto more = door_log.admit(std::string("host ") + std::string(client_address(req))))
-                    spdlog::warn("mcp: refused a request for Host '{}' (DNS rebinding protection){}", h, *more);
-                return forbidden("this Host is not allowed");
-            }
-        }
-        if (auto it = req.find(http::field::origin); it != req.end()) {
-            auto o = lowered(trim(it->value()));
-            if (std::find(origins.begin(), origins.end(), o) == origins.end()) {
-                if (auto more = door_log.admit(std::string("origin ") + std::string(client_address(req))))
-                    spdlog::warn("mcp: refused a request from Origin '{}'{}", o, *more);
-                return forbidden("this Origin is not allowed");
-            }
-        }
-        return std::nullopt;
+        return door;
+    }
+
+    // A refusal a client can repeat is logged at most once per interval per client address.
+    void log_refusal(door_refusal const& r) {
+        if (!r.log) return;
+        if (auto more = door_log.admit(r.log_key)) spdlog::warn("mcp: {}{}", r.log_message, *more);
+    }
+
+    // Host and Origin (service/http/door), answered as JSON-RPC.
+    std::optional<http_response> check_host_origin(http_request const& req) {
+        auto refused = service::check_host_origin(*door_now(), read_door_request(req));
+        if (!refused) return std::nullopt;
+        log_refusal(*refused);
+        return rpc_error(refused->status, std::nullopt, core::to_jsonrpc_code(refused->code), "Forbidden: " + refused->detail,
+                         req.version());
     }
 
     // The principal, or the 401 to send. The token is never logged, stored or passed on.
     std::variant<std::string, http_response> authenticate(http_request const& req) {
-        unsigned v = req.version();
-        auto unauthorized = [&](std::string why, bool token_given) {
-            auto res = rpc_error(401, std::nullopt, mcp::rpc_code::invalid_request, "Unauthorized: " + std::move(why), v);
-            res.set(http::field::www_authenticate,
-                    token_given ? R"(Bearer realm="airlock", error="invalid_token")" : R"(Bearer realm="airlock")");
+        auto who = check_credentials(*door_now(), read_door_request(req));
+        if (auto* refused = std::get_if<door_refusal>(&who)) {
+            log_refusal(*refused);
+            auto res = rpc_error(refused->status, std::nullopt, core::to_jsonrpc_code(refused->code),
+                                 "Unauthorized: " + refused->detail, req.version());
+            res.set(http::field::www_authenticate, refused->www_authenticate);
             return res;
-        };
-        if (!options.authenticate) {
-            if (options.allow_anonymous) return std::string();
-            return unauthorized("no bearer tokens are configured", false);
         }
-        auto it = req.find(http::field::authorization);
-        if (it == req.end()) {
-            if (options.allow_anonymous) return std::string();
-            return unauthorized("a bearer token is required", false);
-        }
-        auto value = trim(it->value());
-        constexpr std::string_view scheme = "bearer";
-        if (value.size() <= scheme.size() || !iequals(value.substr(0, scheme.size()), scheme) ||
-            (value[scheme.size()] != ' ' && value[scheme.size()] != '\t')) {
-            if (auto more = door_log.admit(std::string("scheme ") + std::string(client_address(req))))
-                spdlog::warn("mcp: refused a request from {} with a non-bearer Authorization header{}", client_address(req),
-                             *more);
-            return unauthorized("the Authorization header must be 'Bearer <token>'", true);
-        }
-        auto token = trim(value.substr(scheme.size()));
-        auto principal = options.authenticate(token);
-        if (!principal) {
-            if (auto more = door_log.admit(std::string("token ") + std::string(client_address(req))))
-                spdlog::warn("mcp: refused a request from {} with an unknown bearer token{}", client_address(req), *more);
-            return unauthorized("the bearer token is not valid", true);
-        }
-        return std::move(*principal);
+        return std::get<door_admitted>(std::move(who)).principal;
     }
 
     // ------------------------------------------------------------ sessions

@@ -7,7 +7,10 @@
 
 #include "core/error.hpp"
 #include "core/journal.hpp"
+#include "mcp/protocol/log_throttle.hpp"
+#include "service/http/door.hpp"
 #include "service/http/http_server.hpp"
+#include "service/rest/problem.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/array.hpp>
@@ -20,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace airlock::service {
@@ -47,7 +51,7 @@ struct agent_info {
 };
 
 // The agent runtime, as the REST API needs it. Error codes the API maps to statuses (in one place,
-// `problem_status`): unknown_agent / unknown_capability → 422 naming the field, unknown_run → 404,
+// `http_status` in service/rest/problem.cpp): unknown_agent / unknown_capability → 422 naming the field, unknown_run → 404,
 // at_capacity → 429 with Retry-After, not_running / sealed / not_pending → 409, divergence → 409,
 // invalid_input → 422, unavailable (stopping) → 503, a start's with Retry-After; anything else → 500.
 class run_control {
@@ -78,8 +82,8 @@ struct rest_api_options {
     // The tools a principal may call, as MCP tool objects (name, description, inputSchema).
     std::function<boost::asio::awaitable<std::vector<boost::json::object>>(std::string principal)> tools;
 
-    // The door, as at /mcp: a token → principal, anonymous access, Host and Origin allowlists
-    // (empty lists admit any Host / refuse any Origin-bearing request; see mcp_endpoint_options).
+    // The door (service/http/door, the one /mcp passes too): a token → principal, anonymous access,
+    // Host and Origin allowlists (empty lists admit any Host / refuse any Origin-bearing request).
     std::function<std::optional<std::string>(std::string_view token)> authenticate;
     bool allow_anonymous = false;
     // The principal a request without a token is served as (principals[].anonymous), so the runs it
@@ -116,16 +120,13 @@ public:
 private:
     // Answers the request, the door first; async_handle adds what every reply carries.
     boost::asio::awaitable<http_response> async_route(http_request& req);
+    // The principal the request is served as, or the problem to answer.
+    std::variant<std::string, http_response> pass_door(http_request& req);
 
     rest_api_options options_;
+    door_policy door_;
+    mcp::log_throttle door_log_;  // refusals at the door, per client address
 };
-
-// RFC 9457: {type, title, status, detail, errors?:[{field, message}]}.
-http_response problem(http::status status, std::string_view title, std::string_view detail,
-                      std::vector<std::pair<std::string, std::string>> field_errors = {}, unsigned version = 11);
-
-// The HTTP status a run_control error code maps to.
-http::status problem_status(std::string_view code) noexcept;
 
 // What GET /v1/runs/{id} shows of a run: its summary joined with what its records say (agent,
 // input, principal, output, the seal's reason, pending approvals).

@@ -5,15 +5,37 @@ namespace airlock::service {
 namespace asio = boost::asio;
 namespace json = boost::json;
 
-core::error to_control_error(core::error e) {
-    static const std::map<std::string, std::string> codes{
-        {"too_many_runs", "at_capacity"},   {"invalid_request", "invalid_input"},
-        {"ambiguous_capability", "invalid_input"}, {"stopping", "unavailable"},
-        {"not_cancellable", "not_running"}, {"run_busy", "not_running"},
-        {"incomplete", "not_running"},      {"not_awaiting_approval", "not_pending"},
-        {"unknown_effect", "not_pending"},
+std::optional<core::errc> control_errc(std::string_view runner_code) noexcept {
+    using core::errc;
+    // Every code service/agents/runner*.cpp returns (a test reads them there): a code missing here
+    // would reach the client as a 500.
+    static constexpr std::pair<std::string_view, errc> table[] = {
+        {"too_many_runs", errc::at_capacity},
+        {"stopping", errc::unavailable},
+        {"invalid_request", errc::invalid_input},
+        {"ambiguous_capability", errc::invalid_input},
+        {"unknown_agent", errc::unknown_agent},
+        {"unknown_capability", errc::unknown_capability},
+        {"unknown_provider", errc::unknown_provider},
+        {"unknown_run", errc::unknown_run},
+        {"not_cancellable", errc::not_running},
+        {"run_busy", errc::not_running},
+        {"incomplete", errc::not_running},
+        {"not_awaiting_approval", errc::not_pending},
+        {"unknown_effect", errc::not_pending},
+        {"divergence", errc::divergence},
+        {"invalid_run", errc::invalid_run},
+        {"invalid_runner", errc::invalid_runner},
+        {"malformed_record", errc::malformed_record},
+        {"not_admitted", errc::not_admitted},
     };
-    if (auto it = codes.find(e.code); it != codes.end()) e.code = it->second;
+    for (auto const& [code, e] : table)
+        if (code == runner_code) return e;
+    return std::nullopt;
+}
+
+core::error to_control_error(core::error e) {
+    if (auto c = control_errc(e.code)) e.code = std::string(core::to_string(*c));
     return e;
 }
 

@@ -2,12 +2,15 @@
 // The runner as the REST API drives it: run_control (service/rest/rest_api.hpp) over service::runner,
 // translating requests, results and error codes between the two.
 
-#include "service/rest/rest_api.hpp"
+#include "core/errc.hpp"
 #include "service/agents/runner.hpp"
+#include "service/rest/rest_api.hpp"
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace airlock::service {
 
@@ -31,7 +34,11 @@ private:
     std::map<std::string, bool> trusted_;
 };
 
-// The run_control code for a runner error code (too_many_runs → at_capacity, ...).
+// The errc a runner error code answers with (too_many_runs → at_capacity, ...): the one table from
+// the runner's string codes. nullopt for a code that is not the runner's own (a journal error passing
+// through keeps its code).
+std::optional<core::errc> control_errc(std::string_view runner_code) noexcept;
+// The run_control error for a runner error: its code the errc's spelling, its message unchanged.
 core::error to_control_error(core::error e);
 
 }  // namespace airlock::service

@@ -664,3 +664,23 @@ TEST_CASE("REST: the OpenAPI document describes exactly the routes the API serve
     CHECK(served_doc.status == 200);
     CHECK(json::parse(served_doc.body) == json::value(doc));
 }
+
+TEST_CASE("REST: the door is /mcp's: a TAB after Bearer is accepted, and a bad token's challenge says invalid_token",
+          "[rest]") {
+    rest_fixture f;
+    auto tab = f.request("GET", "/v1/runs", {}, std::string("Authorization: Bearer\t") + token + "\r\n", false);
+    INFO(tab.head << tab.body);
+    CHECK(tab.status == 200);
+    auto twice = f.request("GET", "/v1/runs", {}, std::string("Authorization: bearer  ") + token + "\r\n", false);
+    CHECK(twice.status == 200);
+
+    auto wrong = f.request("GET", "/v1/runs", {}, "Authorization: Bearer not-the-token\r\n", false);
+    CHECK(wrong.status == 401);
+    CHECK(has_header(wrong, R"(www-authenticate: bearer realm="airlock", error="invalid_token")"));
+    CHECK(body_of(wrong).at("title") == "unauthorized");
+    // Without a token there is nothing invalid to name: the challenge only says how to authenticate.
+    auto none = f.request("GET", "/v1/runs", {}, {}, false);
+    CHECK(none.status == 401);
+    CHECK(has_header(none, R"(www-authenticate: bearer realm="airlock")"));
+    CHECK_FALSE(has_header(none, "invalid_token"));
+}

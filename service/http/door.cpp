@@ -1,0 +1,136 @@
+#include "service/http/door.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace airlock::service {
+
+namespace {
+
+char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
+
+std::string lowered(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = lower(c);
+    return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+}
+
+// Header values are trimmed of the spaces and tabs RFC 9110 lets a sender put around them.
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+bool listed(std::vector<std::string> const& allowed, std::string const& value) {
+    return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
+}
+
+door_refusal forbidden(door_refusal_kind kind, core::errc code, std::string detail) {
+    return {kind, 403, code, std::move(detail), {}, false, {}, {}};
+}
+
+// A 401 says how to authenticate; once a token was presented, also that it was not a valid one
+// (RFC 6750 §3.1), so a client knows to get another rather than to add one.
+door_refusal unauthorized(door_refusal_kind kind, std::string detail, bool token_given) {
+    return {kind,
+            401,
+            core::errc::unauthorized,
+            std::move(detail),
+            token_given ? R"(Bearer realm="airlock", error="invalid_token")" : R"(Bearer realm="airlock")",
+            false,
+            {},
+            {}};
+}
+
+door_refusal logged(door_refusal r, std::string_view event, std::string_view client, std::string message) {
+    r.log = true;
+    r.log_key = std::string(event) + " " + std::string(client);
+    r.log_message = std::move(message);
+    return r;
+}
+
+}  // namespace
+
+door_request read_door_request(http_request const& req) {
+    auto header = [&](http::field f) -> std::optional<std::string_view> {
+        auto it = req.find(f);
+        if (it == req.end()) return std::nullopt;
+        return std::string_view(it->value().data(), it->value().size());
+    };
+    door_request d;
+    d.host = header(http::field::host);
+    d.origin = header(http::field::origin);
+    d.authorization = header(http::field::authorization);
+    d.is_options = req.method() == http::verb::options;
+    d.client = client_address(req);
+    return d;
+}
+
+door_policy make_door_policy(std::vector<std::string> hosts, std::vector<std::string> origins,
+                             token_lookup authenticate, bool allow_anonymous, bool answers_preflight) {
+    door_policy p;
+    for (auto const& h : hosts) p.hosts.push_back(lowered(h));
+    for (auto const& o : origins) p.origins.push_back(lowered(o));
+    p.authenticate = std::move(authenticate);
+    p.allow_anonymous = allow_anonymous;
+    p.answers_preflight = answers_preflight;
+    return p;
+}
+
+std::optional<door_refusal> check_host_origin(door_policy const& policy, door_request const& req) {
+    if (!policy.hosts.empty()) {
+        if (!req.host) return forbidden(door_refusal_kind::host_missing, core::errc::forbidden_host, "a Host header is required");
+        auto h = lowered(trim(*req.host));
+        if (!listed(policy.hosts, h))
+            return logged(forbidden(door_refusal_kind::host_not_allowed, core::errc::forbidden_host, "this Host is not allowed"),
+                          "host", req.client, "refused a request for Host '" + h + "' (DNS rebinding protection)");
+    }
+    if (req.origin) {
+        auto o = lowered(trim(*req.origin));
+        if (!listed(policy.origins, o))
+            return logged(forbidden(door_refusal_kind::origin_not_allowed, core::errc::forbidden_origin,
+                                    "this Origin is not allowed"),
+                          "origin", req.client, "refused a request from Origin '" + o + "'");
+    }
+    return std::nullopt;
+}
+
+std::variant<door_admitted, door_refusal> check_credentials(door_policy const& policy, door_request const& req) {
+    if (!policy.authenticate) {
+        if (policy.allow_anonymous) return door_admitted{{}, true};
+        return unauthorized(door_refusal_kind::no_tokens_configured, "no bearer tokens are configured", false);
+    }
+    if (!req.authorization) {
+        if (policy.allow_anonymous) return door_admitted{{}, true};
+        return unauthorized(door_refusal_kind::token_required, "a bearer token is required", false);
+    }
+    // "Bearer", any case, then spaces or tabs, then the token: RFC 9110 §11.4 allows a tab as well
+    // as a space, and clients that build the header by hand send either, or two.
+    auto value = trim(*req.authorization);
+    constexpr std::string_view scheme = "bearer";
+    if (value.size() <= scheme.size() || !iequals(value.substr(0, scheme.size()), scheme) ||
+        (value[scheme.size()] != ' ' && value[scheme.size()] != '\t'))
+        return logged(unauthorized(door_refusal_kind::not_bearer, "the Authorization header must be 'Bearer <token>'", true),
+                      "scheme", req.client,
+                      "refused a request from " + std::string(req.client) + " with a non-bearer Authorization header");
+    auto principal = policy.authenticate(trim(value.substr(scheme.size())));
+    if (!principal)
+        return logged(unauthorized(door_refusal_kind::unknown_token, "the bearer token is not valid", true), "token",
+                      req.client, "refused a request from " + std::string(req.client) + " with an unknown bearer token");
+    return door_admitted{std::move(*principal), false};
+}
+
+door_verdict pass_door(door_policy const& policy, door_request const& req) {
+    if (auto refused = check_host_origin(policy, req)) return std::move(*refused);
+    if (policy.answers_preflight && req.is_options) return door_preflight{};
+    auto who = check_credentials(policy, req);
+    if (auto* refused = std::get_if<door_refusal>(&who)) return std::move(*refused);
+    return std::get<door_admitted>(std::move(who));
+}
+
+}  // namespace airlock::service

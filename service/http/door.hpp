@@ -1,0 +1,95 @@
+#pragma once
+// The front door of /mcp and /v1, as one pure decision: from a request's Host, Origin, method and
+// credentials, and the hosts, origins and principals the caller built from its config, to the
+// principal it is served as or the refusal to send. No sockets, no config types: each endpoint
+// answers in its own shape (JSON-RPC at /mcp, problem+json at /v1) and logs through its own
+// throttle; what is refused, with which status and challenge, is decided here once.
+//
+// The order is fixed: Host (DNS rebinding protection), then Origin, then - past an allowed Origin -
+// a CORS preflight, which carries no credentials, then the credentials. Today those are a bearer
+// token; OAuth lands in check_credentials.
+
+#include "core/errc.hpp"
+#include "service/http/http_server.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace airlock::service {
+
+// A presented token → the principal it was issued to; nullopt for a token nobody issued.
+using token_lookup = std::function<std::optional<std::string>(std::string_view token)>;
+
+struct door_policy {
+    // "host:port" spellings a Host header may take, lowercased; empty: any Host (over a unix socket,
+    // or on a public address nobody named, the Host cannot be judged).
+    std::vector<std::string> hosts;
+    // Origins a request may come from, lowercased; a request without Origin is not a browser's.
+    std::vector<std::string> origins;
+    token_lookup authenticate;     // null: no tokens are configured
+    bool allow_anonymous = false;  // a request without credentials is served, as nobody
+    bool answers_preflight = false;  // an OPTIONS request is a CORS preflight, answered before credentials
+};
+
+// Builds a policy, lowercasing the hosts and origins as the door compares them.
+door_policy make_door_policy(std::vector<std::string> hosts, std::vector<std::string> origins,
+                             token_lookup authenticate, bool allow_anonymous, bool answers_preflight);
+
+// What the door reads of a request. nullopt: the header is absent (an empty one is present).
+struct door_request {
+    std::optional<std::string_view> host;
+    std::optional<std::string_view> origin;
+    std::optional<std::string_view> authorization;
+    bool is_options = false;    // the method is OPTIONS
+    std::string_view client;    // the client's address, for the log line
+};
+
+enum class door_refusal_kind {
+    host_missing,          // no Host header where Hosts are judged
+    host_not_allowed,
+    origin_not_allowed,
+    no_tokens_configured,  // nobody can authenticate, and anonymous access is off
+    token_required,        // no Authorization header, and anonymous access is off
+    not_bearer,            // an Authorization header that is not "Bearer <token>"
+    unknown_token,
+};
+
+struct door_refusal {
+    door_refusal_kind kind;
+    unsigned status = 0;         // 403 for Host and Origin, 401 for credentials
+    core::errc code;             // forbidden_host, forbidden_origin or unauthorized
+    std::string detail;          // "this Origin is not allowed"; never shows the token
+    std::string www_authenticate;  // the challenge of a 401; "" for a 403
+    // A refusal a client can repeat in a loop is logged, at most once per interval per log_key;
+    // the caller prefixes the message with its own name ("mcp: ").
+    bool log = false;
+    std::string log_key;      // the event and the client address: "token 10.0.0.7"
+    std::string log_message;  // "refused a request from 10.0.0.7 with an unknown bearer token"
+};
+
+struct door_admitted {
+    std::string principal;  // "" when served anonymously
+    bool anonymous = false;
+};
+
+// An allowed OPTIONS request where the policy answers preflights: no credentials were asked for.
+struct door_preflight {};
+
+// The door's view of an HTTP request: its Host, Origin and Authorization headers, its method and the
+// client's address. The views point into `req`.
+door_request read_door_request(http_request const& req);
+
+using door_verdict = std::variant<door_admitted, door_preflight, door_refusal>;
+
+// Host and Origin only: nullopt when both are allowed.
+std::optional<door_refusal> check_host_origin(door_policy const& policy, door_request const& req);
+// The credentials only: the principal, or the 401.
+std::variant<door_admitted, door_refusal> check_credentials(door_policy const& policy, door_request const& req);
+// The whole door, in order.
+door_verdict pass_door(door_policy const& policy, door_request const& req);
+
+}  // namespace airlock::service
