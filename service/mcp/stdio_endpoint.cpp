@@ -6,8 +6,8 @@
 #include "mcp/protocol/log_throttle.hpp"
 #include "mcp/protocol/messages.hpp"
 #include "mcp/client/on_strand.hpp"
-#include "service/mcp/streamable_http_endpoint.hpp"
-#include "service/mcp/mrtr_rounds.hpp"
+#include "mcp/server/mrtr_rounds.hpp"
+#include "mcp/server/rules.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -46,7 +46,7 @@ using error_code = boost::system::error_code;
 namespace {
 
 using line_channel = asio::experimental::concurrent_channel<void(error_code, std::string)>;
-using answer_channel = mrtr_rounds::answer_channel;
+using answer_channel = mcp::mrtr_rounds::answer_channel;
 
 // One client request being served.
 struct stdio_request {
@@ -65,7 +65,7 @@ struct stdio_request {
     mcp::request_id id;
     std::optional<json::object> mrtr_params;
     std::optional<json::object> mrtr_prefill;
-    std::unique_ptr<mrtr_rounds::input_state> input;
+    std::unique_ptr<mcp::mrtr_rounds::input_state> input;
     bool parked() const { return input && input->parked; }
 };
 
@@ -77,7 +77,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
           options(std::move(o)),
           exec(ex),
           outbox(ex, 256),
-          sealer(mrtr_rounds::fresh_sealer(options.random)),
+          sealer(mcp::mrtr_rounds::fresh_sealer(options.random)),
           idle(ex) {}
 
     std::shared_ptr<mcp::server_backend> backend;
@@ -177,14 +177,14 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         if (rq->ctx.client_era == mcp::era::modern) {
             // A 2026-07-28 server must not rely on a capability the client did not declare, and
             // says so with -32021; a declared one is reached only through input requests (MRTR).
-            if (auto cap = mcp_rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap)) {
+            if (auto cap = mcp::rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap)) {
                 rq->missing_capability = std::string(*cap);
-                co_return mcp::handler_result(mcp_rules::missing_client_capability(*cap));
+                co_return mcp::handler_result(mcp::rules::missing_client_capability(*cap));
             }
-            if (auto why = mrtr_rounds::cannot_ask(method, rq->method)) co_return refuse(std::move(*why));
+            if (auto why = mcp::mrtr_rounds::cannot_ask(method, rq->method)) co_return refuse(std::move(*why));
             co_return co_await async_ask_modern(std::move(self), std::move(rq), std::move(method), std::move(params));
         }
-        if (auto cap = mcp_rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap))
+        if (auto cap = mcp::rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap))
             co_return mcp::handler_result(mcp::error_object{
                 mcp::rpc_code::method_not_found, "the client did not declare the '" + std::string(*cap) + "' capability",
                 std::nullopt});
@@ -201,7 +201,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         co_return std::move(*result);
     }
 
-    mrtr_rounds::limits input_limits() const {
+    mcp::mrtr_rounds::limits input_limits() const {
         return {options.input_request_ttl, options.max_pending_inputs, options.max_questions};
     }
 
@@ -211,18 +211,18 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                                                                  std::shared_ptr<stdio_request> rq, std::string method,
                                                                  json::object params) {
         if (!rq->input) {
-            rq->input = std::make_unique<mrtr_rounds::input_state>();
+            rq->input = std::make_unique<mcp::mrtr_rounds::input_state>();
             rq->input->reply_id = rq->id;
             rq->input->prefill = std::move(rq->mrtr_prefill);
         }
         auto answer = std::make_shared<answer_channel>(self->exec, 1);
-        auto f = mrtr_rounds::file_question(*rq->input, method, std::move(params), answer, self->input_limits());
+        auto f = mcp::mrtr_rounds::file_question(*rq->input, method, std::move(params), answer, self->input_limits());
         if (f.refused) co_return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, *f.refused, std::nullopt});
         if (f.ahead) co_return mcp::handler_result(std::move(*f.ahead));
         spdlog::debug("stdio: {} {} asks the client {} as input request '{}'", rq->method, rq->key, method, f.key);
         if (f.schedule_round) self->schedule_round(rq);
         auto [ec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
-        mrtr_rounds::forget_question(*rq->input, f.key, answer);
+        mcp::mrtr_rounds::forget_question(*rq->input, f.key, answer);
         if (ec || !result)
             co_return mcp::handler_result(mcp::error_object{
                 mcp::rpc_code::internal_error, "the client did not answer: the request was cancelled or its requestState lapsed",
@@ -244,7 +244,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         auto& in = *rq->input;
         in.round_due = false;
         if (in.final_sent || in.open.empty() || rq->cancelled || self->closing) co_return;
-        auto result = mrtr_rounds::issue_round(in, self->sealer, rq->ctx.principal, rq->method,
+        auto result = mcp::mrtr_rounds::issue_round(in, self->sealer, rq->ctx.principal, rq->method,
                                                rq->mrtr_params ? *rq->mrtr_params : json::object{},
                                                self->pending_inputs.size(), self->input_limits(), self->options.random);
         if (!result) {
@@ -274,7 +274,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     static asio::awaitable<void> async_expire(std::shared_ptr<stdio_state> self, std::shared_ptr<stdio_request> rq,
                                               std::shared_ptr<asio::steady_timer> timer, std::uint64_t round) {
         auto [ec] = co_await timer->async_wait(as_tuple(use_awaitable));
-        if (ec || !mrtr_rounds::lapse(*rq->input, round)) co_return;
+        if (ec || !mcp::mrtr_rounds::lapse(*rq->input, round)) co_return;
         self->pending_inputs.erase(rq->input->pending_id);
         spdlog::info("stdio: {} {} of '{}': no retry came with the answers in time; cancelled", rq->method, rq->key,
                      rq->ctx.principal);
@@ -287,12 +287,12 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         auto refuse = [&](std::string const& why) {
             post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + why));
         };
-        auto st = mrtr_rounds::open_retry(sealer, r, options.principal);
+        auto st = mcp::mrtr_rounds::open_retry(sealer, r, options.principal);
         if (!st) return refuse(st.error().message);
         auto it = pending_inputs.find(st->pending);
-        if (it == pending_inputs.end()) return refuse(std::string(mrtr_rounds::no_longer_pending));
+        if (it == pending_inputs.end()) return refuse(std::string(mcp::mrtr_rounds::no_longer_pending));
         auto rq = it->second;
-        auto step = mrtr_rounds::resume(*rq->input, st->round, responses, r.id);
+        auto step = mcp::mrtr_rounds::resume(*rq->input, st->round, responses, r.id);
         if (!step) return refuse(step.error().message);
         if (step->done) {
             pending_inputs.erase(it);
@@ -301,7 +301,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
             in_flight[rq->key] = rq;
         }
         if (step->schedule_round) schedule_round(rq);
-        mrtr_rounds::hand_over(*step);
+        mcp::mrtr_rounds::hand_over(*step);
         if (!step->done) return;
         // It finished while parked: this retry gets its result.
         post_line(reply_of(mcp::era::modern, rq->method, r.id, std::move(*step->done)));
@@ -318,10 +318,10 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         }
         if (rq->ctx.client_era == mcp::era::modern) {
             if (rq->missing_capability) {
-                result = mcp_rules::missing_client_capability(*rq->missing_capability);
+                result = mcp::rules::missing_client_capability(*rq->missing_capability);
             } else if (!result) {
                 auto err = result.error();
-                mcp_rules::modernize_error(rq->method, err);
+                mcp::rules::modernize_error(rq->method, err);
                 result = std::move(err);
             }
         }
@@ -344,7 +344,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         // airlock cut it off: then its client, which may still be reading, learns why. A request
         // the backend finished all the same (its call landed, and the journal says done) gets its
         // answer: "cut off" is said only of what the cancellation did end, which returns an error.
-        if (!parked && rq->cut_off && !result) result = mcp_rules::cut_off_by_stop();
+        if (!parked && rq->cut_off && !result) result = mcp::rules::cut_off_by_stop();
         if (!parked && (rq->cut_off || !rq->cancelled)) {
             auto reply = reply_of(rq->ctx.client_era, rq->method, id, std::move(result));
             co_await self->send_line(reply);
@@ -356,7 +356,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     static mcp::message reply_of(mcp::era e, std::string const& method, mcp::request_id const& id, mcp::handler_result result) {
         if (!result) return mcp::error_response{id, std::move(result.error())};
         auto obj = std::move(*result);
-        if (e == mcp::era::modern) mcp_rules::decorate_modern_result(method, obj);
+        if (e == mcp::era::modern) mcp::rules::decorate_modern_result(method, obj);
         return mcp::response{id, std::move(obj)};
     }
 
@@ -376,7 +376,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         ctx.client_era = e;
         ctx.protocol_version = std::move(version);
         ctx.client_capabilities = std::move(caps);
-        ctx.progress = mcp_rules::progress_token_of(r.params);
+        ctx.progress = mcp::rules::progress_token_of(r.params);
         ctx.request_id_text = mcp::to_string(r.id);
         ctx.cancelled = rq->cancel.slot();
         std::weak_ptr<stdio_state> ws = shared_from_this();
@@ -403,7 +403,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         version = std::string(mcp::negotiate_initialize_version(params->protocol_version));
         client_capabilities = params->capabilities;
         // One session for the life of the process, so the backend can keep (and seal) what it holds for it.
-        session_id = "stdio-" + mcp_rules::new_session_id(options.random);
+        session_id = "stdio-" + mcp::rules::new_session_id(options.random);
         mcp::initialize_result result{version, backend->server_capabilities(options.principal), backend->server_info(),
                                       backend->instructions(options.principal), std::nullopt};
         post_line(mcp::response{r.id, json::value_from(result).as_object()});
@@ -416,22 +416,22 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     }
 
     void listen(mcp::request const& r) {
-        auto filter = mcp_rules::parse_subscription_filter(r.params);
+        auto filter = mcp::rules::parse_subscription_filter(r.params);
         auto key = mcp::to_string(r.id);
         if (subscriptions.contains(key)) {
             post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_request, "Invalid request: this id already names a subscription"));
             return;
         }
-        post_line(mcp_rules::subscription_acknowledged(r.id, filter));
+        post_line(mcp::rules::subscription_acknowledged(r.id, filter));
         std::weak_ptr<stdio_state> ws = shared_from_this();
         subscriptions[key] = backend->add_listener(options.principal, [ws, filter, id = r.id](mcp::notification const& n) {
-            if (!mcp_rules::admits(filter, n)) return;
-            if (auto s = ws.lock()) s->post_line(mcp_rules::tag_subscription(n, id));
+            if (!mcp::rules::admits(filter, n)) return;
+            if (auto s = ws.lock()) s->post_line(mcp::rules::tag_subscription(n, id));
         });
     }
 
     void on_request(mcp::request r) {
-        if (r.method == mcp::method::initialize && !mcp_rules::is_modern_initialize(r)) return initialize(r);
+        if (r.method == mcp::method::initialize && !mcp::rules::is_modern_initialize(r)) return initialize(r);
         bool modern = false;
         if (r.params)
             if (auto const* m = r.params->if_contains("_meta"); m && m->is_object() && m->get_object().contains(mcp::meta_key::protocol_version))
@@ -442,14 +442,14 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                 return post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + meta.error().message));
             if (mcp::era_of(meta->protocol_version) != mcp::era::modern)
                 return post_line(mcp::unsupported_version_error(r.id, meta->protocol_version));
-            if (mcp_rules::removed_in_modern(r.method))
+            if (mcp::rules::removed_in_modern(r.method))
                 return post_line(mcp::make_error_response(r.id, mcp::rpc_code::method_not_found,
                                                           "Method not found: " + r.method + " is not part of protocol version " +
                                                               meta->protocol_version));
             if (r.method == mcp::method::server_discover)
-                return post_line(mcp::response{r.id, mcp_rules::discover_result(*backend, options.principal)});
+                return post_line(mcp::response{r.id, mcp::rules::discover_result(*backend, options.principal)});
             if (r.method == "subscriptions/listen") return listen(r);
-            auto attempt = mrtr_rounds::read_attempt(r);
+            auto attempt = mcp::mrtr_rounds::read_attempt(r);
             if (!attempt)
                 return post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + attempt.error().message));
             if (attempt->retry) return resume(r, attempt->responses);

@@ -3,8 +3,8 @@
 #include "mcp/protocol/era.hpp"
 #include "mcp/protocol/log_throttle.hpp"
 #include "mcp/protocol/mrtr.hpp"
+#include "mcp/server/mrtr_rounds.hpp"
 #include "service/config/durations.hpp"
-#include "service/mcp/mrtr_rounds.hpp"
 #include "core/sha256.hpp"
 #include "mcp/protocol/sse.hpp"
 #include "service/ops/request_observer.hpp"
@@ -22,7 +22,6 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value_from.hpp>
 
-#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -63,170 +62,6 @@ std::string_view trim(std::string_view s) {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------- rules shared with stdio
-
-namespace mcp_rules {
-
-json::object discover_result(mcp::server_backend const& backend, std::string const& principal) {
-    json::object o;
-    o["resultType"] = "complete";
-    json::array versions;
-    for (auto v : mcp::supported_versions()) versions.emplace_back(v);
-    o["supportedVersions"] = std::move(versions);
-    o["capabilities"] = backend.server_capabilities(principal);
-    if (auto i = backend.instructions(principal)) o["instructions"] = *i;
-    json::object meta;
-    meta[mcp::meta_key::server_info] = json::value_from(backend.server_info());
-    o["_meta"] = std::move(meta);
-    // What a principal may see can change with a grant or a pin at any time, and differs per
-    // principal: never fresh, never shared.
-    o["ttlMs"] = 0;
-    o["cacheScope"] = "private";
-    return o;
-}
-
-namespace {
-bool cacheable(std::string_view m) {
-    return m == "tools/list" || m == "prompts/list" || m == "resources/list" || m == "resources/templates/list" ||
-           m == "resources/read";
-}
-}  // namespace
-
-void decorate_modern_result(std::string_view method, json::object& r) {
-    if (!r.contains("resultType")) r["resultType"] = "complete";
-    auto const& rt = r.at("resultType");
-    if (!cacheable(method) || !rt.is_string() || rt.get_string() != "complete") return;
-    if (!r.contains("ttlMs")) r["ttlMs"] = 0;
-    if (!r.contains("cacheScope")) r["cacheScope"] = "private";
-}
-
-bool removed_in_modern(std::string_view method) noexcept {
-    return method == mcp::method::initialize || method == mcp::method::ping || method == "logging/setLevel" ||
-           method == "resources/subscribe" || method == "resources/unsubscribe";
-}
-
-bool is_modern_initialize(mcp::request const& r) {
-    if (r.method != mcp::method::initialize || !r.params || r.params->contains("protocolVersion")) return false;
-    auto const* m = r.params->if_contains("_meta");
-    if (!m || !m->is_object()) return false;
-    auto const* v = m->get_object().if_contains(mcp::meta_key::protocol_version);
-    return v && v->is_string() && mcp::era_of(v->get_string()) == mcp::era::modern;
-}
-
-mcp::error_object cut_off_by_stop() {
-    return mcp::error_object{mcp::rpc_code::internal_error,
-                             "airlock is stopping: this request was cut off before it finished (a tool call may or may "
-                             "not have taken effect; its journal record says which)",
-                             std::nullopt};
-}
-
-mcp::error_object cut_off_by_delete() {
-    return mcp::error_object{mcp::rpc_code::internal_error,
-                             "the session was deleted: this request was cut off before it finished (a tool call may or "
-                             "may not have taken effect; its journal record says which)",
-                             std::nullopt};
-}
-
-mcp::error_object missing_client_capability(std::string_view capability) {
-    json::object required;
-    required[capability] = json::object{};
-    json::object data;
-    data["requiredCapabilities"] = std::move(required);
-    return mcp::error_object{mcp::rpc_code::missing_required_client_capability,
-                             "Missing required client capability: the request needs '" + std::string(capability) +
-                                 "', which the client did not declare in _meta",
-                             json::value(std::move(data))};
-}
-
-void modernize_error(std::string_view method, mcp::error_object& e) {
-    constexpr std::int64_t legacy_resource_not_found = -32002;
-    if (method == "resources/read" && e.code == legacy_resource_not_found) e.code = mcp::rpc_code::invalid_params;
-}
-
-std::optional<mcp::progress_token> progress_token_of(std::optional<json::object> const& params) {
-    if (!params) return std::nullopt;
-    auto const* m = params->if_contains("_meta");
-    if (!m || !m->is_object()) return std::nullopt;
-    auto const* t = m->get_object().if_contains(mcp::meta_key::progress_token);
-    if (!t) return std::nullopt;
-    return mcp::read_request_id(*t);
-}
-
-std::optional<std::string_view> client_capability_for(std::string_view method) noexcept {
-    if (method == "sampling/createMessage") return "sampling";
-    if (method == "elicitation/create") return "elicitation";
-    if (method == "roots/list") return "roots";
-    return std::nullopt;
-}
-
-subscription_filter parse_subscription_filter(std::optional<json::object> const& params) {
-    subscription_filter f;
-    if (!params) return f;
-    auto const* n = params->if_contains("notifications");
-    if (!n || !n->is_object()) return f;
-    auto flag = [&](char const* key) {
-        auto const* v = n->get_object().if_contains(key);
-        return v && v->is_bool() && v->get_bool();
-    };
-    f.tools = flag("toolsListChanged");
-    f.prompts = flag("promptsListChanged");
-    f.resources = flag("resourcesListChanged");
-    return f;
-}
-
-bool admits(subscription_filter const& f, mcp::notification const& n) noexcept {
-    if (n.method == "notifications/tools/list_changed") return f.tools;
-    if (n.method == "notifications/prompts/list_changed") return f.prompts;
-    if (n.method == "notifications/resources/list_changed") return f.resources;
-    return false;
-}
-
-mcp::notification subscription_acknowledged(mcp::request_id const& id, subscription_filter const& f) {
-    json::object honoured;
-    if (f.tools) honoured["toolsListChanged"] = true;
-    if (f.prompts) honoured["promptsListChanged"] = true;
-    if (f.resources) honoured["resourcesListChanged"] = true;
-    json::object params;
-    params["notifications"] = std::move(honoured);
-    return tag_subscription(mcp::notification{"notifications/subscriptions/acknowledged", std::move(params)}, id);
-}
-
-mcp::notification tag_subscription(mcp::notification n, mcp::request_id const& id) {
-    if (!n.params) n.params.emplace();
-    auto& meta = (*n.params)["_meta"];
-    if (!meta.is_object()) meta = json::object{};
-    meta.get_object()[mcp::meta_key::subscription_id] = mcp::to_json(id);
-    return n;
-}
-
-json::object subscription_completed(mcp::request_id const& id) {
-    json::object meta;
-    meta[mcp::meta_key::subscription_id] = mcp::to_json(id);
-    json::object r;
-    r["resultType"] = "complete";
-    r["_meta"] = std::move(meta);
-    return r;
-}
-
-std::string new_session_id(std::function<void(std::uint8_t*, std::size_t)> const& random) {
-    std::uint8_t bytes[16];
-    if (random) {
-        random(bytes, sizeof bytes);
-    } else if (RAND_bytes(bytes, sizeof bytes) != 1) {
-        // Never fall back to anything guessable: a session id must not be predictable.
-        throw std::runtime_error("the system's random number generator failed");
-    }
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (auto b : bytes) {
-        out += hex[b >> 4];
-        out += hex[b & 15];
-    }
-    return out;
-}
-
-}  // namespace mcp_rules
 
 bool is_loopback_host(std::string_view host) noexcept {
     if (iequals(host, "localhost")) return true;
@@ -270,14 +105,14 @@ struct outgoing {
 };
 
 using event_channel = asio::experimental::concurrent_channel<void(error_code, outgoing)>;
-using answer_channel = mrtr_rounds::answer_channel;
-using mrtr_rounds::input_state;
+using answer_channel = mcp::mrtr_rounds::answer_channel;
+using mcp::mrtr_rounds::input_state;
 
 struct session;
 
 // Modern (2026-07-28) requests reach their client only through InputRequiredResults (MRTR): the
 // request keeps running while the client answers, and a retry carrying the answers and the
-// requestState continues it (service/mcp/mrtr_rounds.hpp). Its input_state is guarded by impl::mutex.
+// requestState continues it (mcp/server/mrtr_rounds.hpp). Its input_state is guarded by impl::mutex.
 
 // One client request being served.
 struct exchange {
@@ -418,10 +253,10 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     impl(std::shared_ptr<mcp::server_backend> b, mcp_endpoint_options o) : backend(std::move(b)), options(std::move(o)) {
         configure(options.listen_host, options.listen_port, options.unix_socket);
-        sealer.emplace(mrtr_rounds::fresh_sealer(options.random));
+        sealer.emplace(mcp::mrtr_rounds::fresh_sealer(options.random));
     }
 
-    mrtr_rounds::limits input_limits() const {
+    mcp::mrtr_rounds::limits input_limits() const {
         return {options.input_request_ttl, options.max_pending_inputs, options.max_questions};
     }
 
@@ -719,7 +554,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 }
                 co_return mcp::handler_result(mcp_rules::missing_client_capability(*cap));
             }
-            if (auto why = mrtr_rounds::cannot_ask(method, ex->method)) co_return refuse(std::move(*why));
+            if (auto why = mcp::mrtr_rounds::cannot_ask(method, ex->method)) co_return refuse(std::move(*why));
             co_return co_await async_ask_modern(std::move(self), std::move(ex), std::move(method), std::move(params));
         }
         auto s = ex->owner.lock();
@@ -762,7 +597,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, std::move(why), std::nullopt});
         };
         auto answer = std::make_shared<answer_channel>(ex->exec, 1);
-        mrtr_rounds::filed f;
+        mcp::mrtr_rounds::filed f;
         {
             std::lock_guard lock(self->mutex);
             if (ex->gone || ex->cancelled) co_return refuse("the client can no longer be asked (the request ended)");
@@ -771,7 +606,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                 ex->input->reply_id = ex->id;
                 ex->input->prefill = std::move(ex->mrtr_prefill);
             }
-            f = mrtr_rounds::file_question(*ex->input, method, std::move(params), answer, self->input_limits());
+            f = mcp::mrtr_rounds::file_question(*ex->input, method, std::move(params), answer, self->input_limits());
         }
         if (f.refused) co_return refuse(std::move(*f.refused));
         if (f.ahead) co_return mcp::handler_result(std::move(*f.ahead));
@@ -785,7 +620,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         auto [rec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
         {
             std::lock_guard lock(self->mutex);
-            if (ex->input) mrtr_rounds::forget_question(*ex->input, key, answer);
+            if (ex->input) mcp::mrtr_rounds::forget_question(*ex->input, key, answer);
         }
         if (rec || !result) co_return refuse("the client did not answer: the request was cancelled or its requestState lapsed");
         co_return std::move(*result);
@@ -1033,7 +868,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             auto& in = *ex->input;
             in.round_due = false;
             if (in.final_sent || in.open.empty() || ex->cancelled || ex->gone) co_return std::nullopt;
-            auto result = mrtr_rounds::issue_round(in, *sealer, ex->ctx.principal, ex->method,
+            auto result = mcp::mrtr_rounds::issue_round(in, *sealer, ex->ctx.principal, ex->method,
                                                    ex->mrtr_params ? *ex->mrtr_params : json::object{}, pending_inputs.size(),
                                                    input_limits(), options.random);
             full = !result;
@@ -1074,7 +909,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         {
             std::lock_guard lock(self->mutex);
             auto& in = *ex->input;
-            if (!mrtr_rounds::lapse(in, round)) co_return;
+            if (!mcp::mrtr_rounds::lapse(in, round)) co_return;
             self->pending_inputs.erase(in.pending_id);
         }
         spdlog::info("mcp: {} {} of '{}': no retry came with the answers in time; cancelled", ex->method, ex->key,
@@ -1090,18 +925,18 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
                              mcp::rpc_code::invalid_params, "Invalid params: " + std::move(why), v);
         };
-        auto st = mrtr_rounds::open_retry(*sealer, r, principal);
+        auto st = mcp::mrtr_rounds::open_retry(*sealer, r, principal);
         if (!st) co_return refuse(st.error().message);
 
         std::shared_ptr<exchange> ex;
-        std::optional<mrtr_rounds::resumed> go;
+        std::optional<mcp::mrtr_rounds::resumed> go;
         {
             std::lock_guard lock(mutex);
             auto it = pending_inputs.find(st->pending);
             if (it == pending_inputs.end())
-                co_return refuse(std::string(mrtr_rounds::no_longer_pending));
+                co_return refuse(std::string(mcp::mrtr_rounds::no_longer_pending));
             ex = it->second;
-            auto step = mrtr_rounds::resume(*ex->input, st->round, responses, r.id);
+            auto step = mcp::mrtr_rounds::resume(*ex->input, st->round, responses, r.id);
             if (!step) co_return refuse(step.error().message);
             ex->parked = false;
             if (step->done) pending_inputs.erase(it);
@@ -1112,7 +947,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             o.input_required = true;
             ex->events.try_send(error_code{}, std::move(o));
         }
-        mrtr_rounds::hand_over(*go);
+        mcp::mrtr_rounds::hand_over(*go);
         auto& done = go->done;
         if (done) {
             auto o = final_message(mcp::era::modern, ex->method, r.id, std::move(*done));
@@ -1502,7 +1337,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             co_return rpc_json(200, mcp::serialize(mcp::response{r.id, mcp_rules::discover_result(*backend, principal)}), v);
         if (r.method == "subscriptions/listen") co_return co_await listen(v, r, principal);
 
-        auto attempt = mrtr_rounds::read_attempt(r);
+        auto attempt = mcp::mrtr_rounds::read_attempt(r);
         if (!attempt)
             co_return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
                                 mcp::rpc_code::invalid_params, "Invalid params: " + attempt.error().message, v);
