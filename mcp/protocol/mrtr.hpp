@@ -2,7 +2,7 @@
 // Multi round-trip requests (2026-07-28, SEP-2322) apart from any transport: which requests may end
 // in an InputRequiredResult, how input requests are named, how a client's inputResponses are
 // checked, and the integrity-protected requestState that ties a retry to the request it continues.
-// The endpoints (Streamable HTTP and stdio, through service/mrtr_rounds.*) keep the request running
+// The endpoints (Streamable HTTP and stdio, through mcp/server/mrtr_rounds.*) keep the request running
 // between rounds; this file holds the rules they apply.
 
 #include "core/error.hpp"

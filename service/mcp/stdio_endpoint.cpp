@@ -6,14 +6,13 @@
 #include "mcp/protocol/log_throttle.hpp"
 #include "mcp/protocol/messages.hpp"
 #include "mcp/client/on_strand.hpp"
-#include "service/mcp/streamable_http_endpoint.hpp"
-#include "service/mcp/mrtr_rounds.hpp"
+#include "mcp/client/spawn_logged.hpp"
+#include "mcp/server/exchange.hpp"
+#include "mcp/server/rules.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/post.hpp>
@@ -46,28 +45,27 @@ using error_code = boost::system::error_code;
 namespace {
 
 using line_channel = asio::experimental::concurrent_channel<void(error_code, std::string)>;
-using answer_channel = mrtr_rounds::answer_channel;
 
-// One client request being served.
-struct stdio_request {
-    mcp::request_context ctx;
-    asio::cancellation_signal cancel;
-    std::string method;
-    std::string key;  // its entry in in_flight: the latest attempt's id text
-    bool cancelled = false;
+struct stdio_state;
+
+// One client request being served: the exchange's request, answered on the process's output.
+struct stdio_request : mcp::served_request {
+    stdio_request(asio::any_io_executor ex, std::weak_ptr<stdio_state> s) : served_request(ex), state(std::move(s)) {}
+
+    asio::awaitable<bool> async_send(mcp::message m) override;
+    asio::awaitable<void> async_round_due() override;
+    std::optional<std::string> cannot_ask() const override;
+    std::string unanswered() const override {
+        return "the client did not answer: the request was cancelled or the client left";
+    }
+
+    std::weak_ptr<stdio_state> state;
     bool cut_off = false;  // cancelled because airlock is stopping: answered with an error saying so
-    std::vector<std::int64_t> asks;  // questions it has put to the client and is waiting on
-    // Modern: a capability the request turned out to need that the client did not declare; the
-    // request then ends with -32021 whatever the backend makes of the refusal.
-    std::optional<std::string> missing_capability;
-    // Modern requests that may end in an InputRequiredResult: the request's params (the
-    // requestState is bound to them), answers sent ahead, and the MRTR state once the backend asks.
-    mcp::request_id id;
-    std::optional<json::object> mrtr_params;
-    std::optional<json::object> mrtr_prefill;
-    std::unique_ptr<mrtr_rounds::input_state> input;
-    bool parked() const { return input && input->parked; }
 };
+
+mcp::exchange::options exchange_options(stdio_endpoint_options const& o) {
+    return {{o.input_request_ttl, o.max_pending_inputs, o.max_questions}, o.input_gather, o.random, "stdio"};
+}
 
 // Everything below is touched only on `exec` (a strand), except `outbox`, which backend
 // listeners may feed from any thread.
@@ -77,13 +75,15 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
           options(std::move(o)),
           exec(ex),
           outbox(ex, 256),
-          sealer(mrtr_rounds::fresh_sealer(options.random)),
+          engine(std::make_shared<mcp::exchange>(exchange_options(options))),
           idle(ex) {}
 
     std::shared_ptr<mcp::server_backend> backend;
     stdio_endpoint_options options;
     asio::any_io_executor exec;
     line_channel outbox;  // serialized messages for the one writer
+    std::shared_ptr<mcp::exchange> engine;  // asks, answers, cancellation and MRTR rounds
+    std::shared_ptr<mcp::ask_table> asks = std::make_shared<mcp::ask_table>();  // the legacy session's questions
 
     // The legacy session, once initialize has been answered.
     bool initialized = false;
@@ -93,14 +93,9 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     std::optional<std::uint64_t> legacy_listener;
 
     std::map<std::string, std::shared_ptr<stdio_request>> in_flight;  // by request id text
-    std::map<std::int64_t, std::shared_ptr<answer_channel>> asks;
-    std::int64_t next_ask = 1;
     std::map<std::string, std::uint64_t> subscriptions;  // listen request id text → listener
-    mcp::mrtr::state_sealer sealer;  // a fresh key per process: a requestState is good only here
-    std::map<std::string, std::shared_ptr<stdio_request>> pending_inputs;  // parked MRTR requests by pending id
     std::size_t running = 0;
     asio::steady_timer idle;  // cancelled when the last running request finishes
-    bool closing = false;
     // options.stop: the first request ends reading (its cancellation), the next the wait in close().
     asio::cancellation_signal stop_reading;
     int stops = 0;
@@ -116,26 +111,6 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     asio::awaitable<void> send_line(mcp::message const& m) {
         auto text = mcp::serialize(m);
         co_await outbox.async_send(error_code{}, std::move(text), as_tuple(use_awaitable));
-    }
-
-    void fail_asks(stdio_request& rq) {
-        for (auto id : rq.asks)
-            if (auto it = asks.find(id); it != asks.end()) {
-                it->second->try_send(asio::error::operation_aborted, nullptr);
-                asks.erase(it);
-            }
-        rq.asks.clear();
-        if (rq.input) {
-            for (auto& [key, q] : rq.input->open) q.answer->try_send(asio::error::operation_aborted, nullptr);
-            rq.input->open.clear();
-        }
-    }
-
-    void cancel(stdio_request& rq) {
-        if (rq.cancelled) return;
-        rq.cancelled = true;
-        fail_asks(rq);
-        rq.cancel.emit(asio::cancellation_type::terminal);
     }
 
     // ------------------------------------------------------------ writing
@@ -156,237 +131,84 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
 
     // ------------------------------------------------------------ requests
 
-    static asio::awaitable<void> async_notify(std::weak_ptr<stdio_state> w, std::weak_ptr<stdio_request> wr,
-                                              mcp::notification n) {
-        auto self = w.lock();
-        auto rq = wr.lock();
-        // A parked request has no caller until its retry: what it says meanwhile is dropped.
-        if (!self || !rq || rq->cancelled || rq->parked()) co_return;
-        mcp::message m = std::move(n);
-        co_await self->send_line(m);
-    }
-
-    static asio::awaitable<mcp::handler_result> async_ask(std::weak_ptr<stdio_state> w, std::weak_ptr<stdio_request> wr,
-                                                          std::string method, json::object params) {
-        auto refuse = [](std::string why) {
-            return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, std::move(why), std::nullopt});
-        };
-        auto self = w.lock();
-        auto rq = wr.lock();
-        if (!self || !rq || rq->cancelled || self->closing) co_return refuse("the request has ended");
-        if (rq->ctx.client_era == mcp::era::modern) {
-            // A 2026-07-28 server must not rely on a capability the client did not declare, and
-            // says so with -32021; a declared one is reached only through input requests (MRTR).
-            if (auto cap = mcp_rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap)) {
-                rq->missing_capability = std::string(*cap);
-                co_return mcp::handler_result(mcp_rules::missing_client_capability(*cap));
-            }
-            if (auto why = mrtr_rounds::cannot_ask(method, rq->method)) co_return refuse(std::move(*why));
-            co_return co_await async_ask_modern(std::move(self), std::move(rq), std::move(method), std::move(params));
-        }
-        if (auto cap = mcp_rules::client_capability_for(method); cap && !rq->ctx.client_capabilities.contains(*cap))
-            co_return mcp::handler_result(mcp::error_object{
-                mcp::rpc_code::method_not_found, "the client did not declare the '" + std::string(*cap) + "' capability",
-                std::nullopt});
-        auto answer = std::make_shared<answer_channel>(self->exec, 1);
-        auto id = self->next_ask++;
-        self->asks[id] = answer;
-        rq->asks.push_back(id);
-        mcp::message question = mcp::request{id, std::move(method), std::move(params)};
-        co_await self->send_line(question);
-        auto [ec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
-        self->asks.erase(id);
-        std::erase(rq->asks, id);
-        if (ec || !result) co_return refuse("the client did not answer: the request was cancelled or the client left");
-        co_return std::move(*result);
-    }
-
-    mrtr_rounds::limits input_limits() const {
-        return {options.input_request_ttl, options.max_pending_inputs, options.max_questions};
-    }
-
-    // A question during a modern request becomes an input request of the request's next
-    // InputRequiredResult; the answer comes with the retry (or came ahead, in inputResponses).
-    static asio::awaitable<mcp::handler_result> async_ask_modern(std::shared_ptr<stdio_state> self,
-                                                                 std::shared_ptr<stdio_request> rq, std::string method,
-                                                                 json::object params) {
-        if (!rq->input) {
-            rq->input = std::make_unique<mrtr_rounds::input_state>();
-            rq->input->reply_id = rq->id;
-            rq->input->prefill = std::move(rq->mrtr_prefill);
-        }
-        auto answer = std::make_shared<answer_channel>(self->exec, 1);
-        auto f = mrtr_rounds::file_question(*rq->input, method, std::move(params), answer, self->input_limits());
-        if (f.refused) co_return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, *f.refused, std::nullopt});
-        if (f.ahead) co_return mcp::handler_result(std::move(*f.ahead));
-        spdlog::debug("stdio: {} {} asks the client {} as input request '{}'", rq->method, rq->key, method, f.key);
-        if (f.schedule_round) self->schedule_round(rq);
-        auto [ec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
-        mrtr_rounds::forget_question(*rq->input, f.key, answer);
-        if (ec || !result)
-            co_return mcp::handler_result(mcp::error_object{
-                mcp::rpc_code::internal_error, "the client did not answer: the request was cancelled or its requestState lapsed",
-                std::nullopt});
-        co_return std::move(*result);
-    }
-
     void schedule_round(std::shared_ptr<stdio_request> const& rq) {
-        auto task = end_round(shared_from_this(), rq);
-        asio::co_spawn(exec, std::move(task), asio::detached);
+        mcp::spawn_logged(exec, end_round(shared_from_this(), rq), "stdio input round");
     }
 
     // Answers the request with an InputRequiredResult carrying what it has asked, unless it
     // finished or ended meanwhile; it is parked until the retry.
     static asio::awaitable<void> end_round(std::shared_ptr<stdio_state> self, std::shared_ptr<stdio_request> rq) {
-        // Questions an upstream asks together (concurrent requests) belong in one round.
-        asio::steady_timer gather(self->exec, self->options.input_gather);
-        co_await gather.async_wait(as_tuple(use_awaitable));
-        auto& in = *rq->input;
-        in.round_due = false;
-        if (in.final_sent || in.open.empty() || rq->cancelled || self->closing) co_return;
-        auto result = mrtr_rounds::issue_round(in, self->sealer, rq->ctx.principal, rq->method,
-                                               rq->mrtr_params ? *rq->mrtr_params : json::object{},
-                                               self->pending_inputs.size(), self->input_limits(), self->options.random);
-        if (!result) {
+        auto round = co_await self->engine->async_end_round(rq);
+        using outcome = mcp::exchange::round::outcome;
+        if (round.what == outcome::none) co_return;
+        if (round.what == outcome::refused) {
             if (auto more = self->repeated_log.admit("inputs"))
                 spdlog::warn("stdio: {} requests already wait for client input; {} {} refused{}",
                              self->options.max_pending_inputs, rq->method, rq->key, *more);
-            mcp::message refused = mcp::make_error_response(in.reply_id, mcp::rpc_code::internal_error,
+            mcp::message refused = mcp::make_error_response(round.reply_id, mcp::rpc_code::internal_error,
                                                             "too many requests are waiting for client input; retry later");
-            self->cancel(*rq);
             co_await self->send_line(refused);
             co_return;
         }
-        rq->mrtr_params.reset();
-        self->pending_inputs[in.pending_id] = rq;
         // The attempt is answered: its id is free again, and only the retry's id names the request.
         if (auto it = self->in_flight.find(rq->key); it != self->in_flight.end() && it->second == rq) self->in_flight.erase(it);
-        in.expiry = std::make_shared<asio::steady_timer>(self->exec, self->options.input_request_ttl);
-        auto expire = async_expire(self, rq, in.expiry, in.round);
-        asio::co_spawn(self->exec, std::move(expire), asio::detached);
-        spdlog::info("stdio: {} {} of '{}' waits for {} answer(s) from the client (round {})", rq->method, rq->key,
-                     rq->ctx.principal, in.open.size(), in.round);
-        auto reply = reply_of(mcp::era::modern, rq->method, in.reply_id, std::move(*result));
+        auto reply = mcp::exchange::reply_of(mcp::era::modern, rq->method, round.reply_id, std::move(round.result));
         co_await self->send_line(reply);
-    }
-
-    // A parked request whose requestState lapsed unanswered is cancelled (so is its upstream call).
-    static asio::awaitable<void> async_expire(std::shared_ptr<stdio_state> self, std::shared_ptr<stdio_request> rq,
-                                              std::shared_ptr<asio::steady_timer> timer, std::uint64_t round) {
-        auto [ec] = co_await timer->async_wait(as_tuple(use_awaitable));
-        if (ec || !mrtr_rounds::lapse(*rq->input, round)) co_return;
-        self->pending_inputs.erase(rq->input->pending_id);
-        spdlog::info("stdio: {} {} of '{}': no retry came with the answers in time; cancelled", rq->method, rq->key,
-                     rq->ctx.principal);
-        self->cancel(*rq);
     }
 
     // A retry carrying a requestState: the answers go to the waiting questions, and the parked
     // request goes on under the retry's id.
     void resume(mcp::request const& r, std::optional<json::object> const& responses) {
-        auto refuse = [&](std::string const& why) {
-            post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + why));
-        };
-        auto st = mrtr_rounds::open_retry(sealer, r, options.principal);
-        if (!st) return refuse(st.error().message);
-        auto it = pending_inputs.find(st->pending);
-        if (it == pending_inputs.end()) return refuse(std::string(mrtr_rounds::no_longer_pending));
-        auto rq = it->second;
-        auto step = mrtr_rounds::resume(*rq->input, st->round, responses, r.id);
-        if (!step) return refuse(step.error().message);
-        if (step->done) {
-            pending_inputs.erase(it);
-        } else {
+        auto go = engine->resume(r, options.principal, responses);
+        if (go.refused)
+            return post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + *go.refused));
+        auto rq = std::static_pointer_cast<stdio_request>(go.rq);
+        if (!go.step.done) {
             rq->key = mcp::to_string(r.id);
             in_flight[rq->key] = rq;
         }
-        if (step->schedule_round) schedule_round(rq);
-        mrtr_rounds::hand_over(*step);
-        if (!step->done) return;
+        if (go.step.schedule_round) schedule_round(rq);
+        mcp::mrtr_rounds::hand_over(go.step);
+        if (!go.step.done) return;
         // It finished while parked: this retry gets its result.
-        post_line(reply_of(mcp::era::modern, rq->method, r.id, std::move(*step->done)));
+        post_line(mcp::exchange::reply_of(mcp::era::modern, rq->method, r.id, std::move(*go.step.done)));
     }
 
     static asio::awaitable<void> run_request(std::shared_ptr<stdio_state> self, std::shared_ptr<stdio_request> rq,
                                              mcp::request r) {
-        auto id = r.id;
-        mcp::handler_result result = mcp::error_object{mcp::rpc_code::internal_error, "Internal error", std::nullopt};
-        try {
-            result = co_await self->backend->async_handle(std::move(r), rq->ctx);
-        } catch (std::exception const& x) {
-            spdlog::error("stdio: {} failed with an internal error: {}", rq->method, x.what());
-        }
-        if (rq->ctx.client_era == mcp::era::modern) {
-            if (rq->missing_capability) {
-                result = mcp_rules::missing_client_capability(*rq->missing_capability);
-            } else if (!result) {
-                auto err = result.error();
-                mcp_rules::modernize_error(rq->method, err);
-                result = std::move(err);
-            }
-        }
+        auto done = co_await self->engine->async_run(*self->backend, rq, std::move(r));
         if (auto it = self->in_flight.find(rq->key); it != self->in_flight.end() && it->second == rq) self->in_flight.erase(it);
-        bool parked = false;
-        if (rq->input) {
-            // After a round of questions the reply carries the latest attempt's id; while parked
-            // the result waits for the retry.
-            auto& in = *rq->input;
-            in.final_sent = true;
-            parked = in.parked;
-            if (parked) {
-                in.parked_final = std::move(result);
-            } else {
-                id = in.reply_id;
-                if (!in.pending_id.empty()) self->pending_inputs.erase(in.pending_id);
-            }
-        }
         // A cancelled request gets no response (the cancellation rules of both eras), unless
         // airlock cut it off: then its client, which may still be reading, learns why. A request
         // the backend finished all the same (its call landed, and the journal says done) gets its
         // answer: "cut off" is said only of what the cancellation did end, which returns an error.
-        if (!parked && rq->cut_off && !result) result = mcp_rules::cut_off_by_stop();
-        if (!parked && (rq->cut_off || !rq->cancelled)) {
-            auto reply = reply_of(rq->ctx.client_era, rq->method, id, std::move(result));
-            co_await self->send_line(reply);
+        // A parked request's result waits for its retry.
+        if (done) {
+            auto result = std::move(done->result);
+            if (rq->cut_off && !result) result = mcp::rules::cut_off_by_stop();
+            if (rq->cut_off || !rq->cancelled) {
+                auto reply = mcp::exchange::reply_of(rq->ctx.client_era, rq->method, done->id, std::move(result));
+                co_await self->send_line(reply);
+            }
         }
         if (--self->running == 0) self->idle.cancel();
     }
 
-    // The response that ends a request, as its era writes it.
-    static mcp::message reply_of(mcp::era e, std::string const& method, mcp::request_id const& id, mcp::handler_result result) {
-        if (!result) return mcp::error_response{id, std::move(result.error())};
-        auto obj = std::move(*result);
-        if (e == mcp::era::modern) mcp_rules::decorate_modern_result(method, obj);
-        return mcp::response{id, std::move(obj)};
-    }
-
     void start_request(mcp::request r, mcp::era e, std::string version, json::object caps,
                        std::optional<json::object> prefill = std::nullopt) {
-        auto rq = std::make_shared<stdio_request>();
-        rq->method = r.method;
-        rq->key = mcp::to_string(r.id);
-        if (e == mcp::era::modern && mcp::mrtr::allows_input_required(r.method)) {
-            rq->id = r.id;
-            rq->mrtr_params = r.params ? *r.params : json::object{};
-            rq->mrtr_prefill = std::move(prefill);
-        }
-        auto& ctx = rq->ctx;
-        ctx.principal = options.principal;
-        ctx.session_id = e == mcp::era::legacy ? session_id : std::string();
-        ctx.client_era = e;
-        ctx.protocol_version = std::move(version);
-        ctx.client_capabilities = std::move(caps);
-        ctx.progress = mcp_rules::progress_token_of(r.params);
-        ctx.request_id_text = mcp::to_string(r.id);
-        ctx.cancelled = rq->cancel.slot();
-        std::weak_ptr<stdio_state> ws = shared_from_this();
-        std::weak_ptr<stdio_request> wr = rq;
-        ctx.notify = [ws, wr](mcp::notification n) { return async_notify(ws, wr, std::move(n)); };
-        ctx.ask_client = [ws, wr](std::string m, json::object p) { return async_ask(ws, wr, std::move(m), std::move(p)); };
+        auto rq = std::make_shared<stdio_request>(exec, weak_from_this());
+        mcp::exchange::caller who;
+        who.principal = options.principal;
+        who.session_id = e == mcp::era::legacy ? session_id : std::string();
+        who.client_era = e;
+        who.version = std::move(version);
+        who.capabilities = std::move(caps);
+        who.prefill = std::move(prefill);
+        engine->bind(rq, r, std::move(who));
+        rq->asks = asks;
         in_flight[rq->key] = rq;
         ++running;
-        auto task = run_request(shared_from_this(), rq, std::move(r));
-        asio::co_spawn(exec, std::move(task), asio::detached);
+        mcp::spawn_logged(exec, run_request(shared_from_this(), rq, std::move(r)), "stdio request");
     }
 
     void initialize(mcp::request const& r) {
@@ -403,7 +225,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         version = std::string(mcp::negotiate_initialize_version(params->protocol_version));
         client_capabilities = params->capabilities;
         // One session for the life of the process, so the backend can keep (and seal) what it holds for it.
-        session_id = "stdio-" + mcp_rules::new_session_id(options.random);
+        session_id = "stdio-" + mcp::rules::new_session_id(options.random);
         mcp::initialize_result result{version, backend->server_capabilities(options.principal), backend->server_info(),
                                       backend->instructions(options.principal), std::nullopt};
         post_line(mcp::response{r.id, json::value_from(result).as_object()});
@@ -416,22 +238,22 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     }
 
     void listen(mcp::request const& r) {
-        auto filter = mcp_rules::parse_subscription_filter(r.params);
+        auto filter = mcp::rules::parse_subscription_filter(r.params);
         auto key = mcp::to_string(r.id);
         if (subscriptions.contains(key)) {
             post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_request, "Invalid request: this id already names a subscription"));
             return;
         }
-        post_line(mcp_rules::subscription_acknowledged(r.id, filter));
+        post_line(mcp::rules::subscription_acknowledged(r.id, filter));
         std::weak_ptr<stdio_state> ws = shared_from_this();
         subscriptions[key] = backend->add_listener(options.principal, [ws, filter, id = r.id](mcp::notification const& n) {
-            if (!mcp_rules::admits(filter, n)) return;
-            if (auto s = ws.lock()) s->post_line(mcp_rules::tag_subscription(n, id));
+            if (!mcp::rules::admits(filter, n)) return;
+            if (auto s = ws.lock()) s->post_line(mcp::rules::tag_subscription(n, id));
         });
     }
 
     void on_request(mcp::request r) {
-        if (r.method == mcp::method::initialize && !mcp_rules::is_modern_initialize(r)) return initialize(r);
+        if (r.method == mcp::method::initialize && !mcp::rules::is_modern_initialize(r)) return initialize(r);
         bool modern = false;
         if (r.params)
             if (auto const* m = r.params->if_contains("_meta"); m && m->is_object() && m->get_object().contains(mcp::meta_key::protocol_version))
@@ -442,14 +264,14 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
                 return post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + meta.error().message));
             if (mcp::era_of(meta->protocol_version) != mcp::era::modern)
                 return post_line(mcp::unsupported_version_error(r.id, meta->protocol_version));
-            if (mcp_rules::removed_in_modern(r.method))
+            if (mcp::rules::removed_in_modern(r.method))
                 return post_line(mcp::make_error_response(r.id, mcp::rpc_code::method_not_found,
                                                           "Method not found: " + r.method + " is not part of protocol version " +
                                                               meta->protocol_version));
             if (r.method == mcp::method::server_discover)
-                return post_line(mcp::response{r.id, mcp_rules::discover_result(*backend, options.principal)});
+                return post_line(mcp::response{r.id, mcp::rules::discover_result(*backend, options.principal)});
             if (r.method == "subscriptions/listen") return listen(r);
-            auto attempt = mrtr_rounds::read_attempt(r);
+            auto attempt = mcp::mrtr_rounds::read_attempt(r);
             if (!attempt)
                 return post_line(mcp::make_error_response(r.id, mcp::rpc_code::invalid_params, "Invalid params: " + attempt.error().message));
             if (attempt->retry) return resume(r, attempt->responses);
@@ -471,16 +293,9 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         if (n.params)
             if (auto const* m = n.params->if_contains("_meta"); m && m->is_object() && m->get_object().contains(mcp::meta_key::protocol_version))
                 modern = true;
-        mcp::request_context ctx;
-        ctx.principal = self->options.principal;
-        ctx.client_era = modern ? mcp::era::modern : mcp::era::legacy;
-        ctx.session_id = modern ? std::string() : self->session_id;
-        ctx.protocol_version = self->version;
-        ctx.client_capabilities = self->client_capabilities;
-        ctx.notify = [](mcp::notification) -> asio::awaitable<void> { co_return; };
-        ctx.ask_client = [](std::string, json::object) -> asio::awaitable<mcp::handler_result> {
-            co_return mcp::error_object{mcp::rpc_code::internal_error, "a notification cannot ask the client anything", std::nullopt};
-        };
+        auto ctx = mcp::exchange::notification_context(self->options.principal, modern ? std::string() : self->session_id,
+                                                       modern ? mcp::era::modern : mcp::era::legacy, self->version,
+                                                       self->client_capabilities);
         try {
             co_await self->backend->async_notification(std::move(n), ctx);
         } catch (std::exception const& x) {
@@ -496,33 +311,17 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
             auto key = mcp::to_string(*p->id);
             if (auto it = in_flight.find(key); it != in_flight.end()) {
                 spdlog::info("stdio: the client cancelled {} {}", it->second->method, key);
-                cancel(*it->second);
+                engine->cancel(it->second);
             } else if (auto sub = subscriptions.find(key); sub != subscriptions.end()) {
                 backend->remove_listener(sub->second);
                 subscriptions.erase(sub);
             }
             return;
         }
-        auto task = deliver_notification(shared_from_this(), std::move(n));
-        asio::co_spawn(exec, std::move(task), asio::detached);
+        mcp::spawn_logged(exec, deliver_notification(shared_from_this(), std::move(n)), "stdio notification");
     }
 
-    void on_answer(mcp::message const& m) {
-        auto id = mcp::id_of(m);
-        auto const* n = id ? std::get_if<std::int64_t>(&*id) : nullptr;
-        auto it = n ? asks.find(*n) : asks.end();
-        if (it == asks.end()) {
-            spdlog::debug("stdio: an answer from the client matches no open question");
-            return;
-        }
-        std::shared_ptr<mcp::handler_result> r;
-        if (auto const* ok = std::get_if<mcp::response>(&m))
-            r = std::make_shared<mcp::handler_result>(ok->result);
-        else
-            r = std::make_shared<mcp::handler_result>(std::get<mcp::error_response>(m).error);
-        it->second->try_send(error_code{}, std::move(r));
-        asks.erase(it);
-    }
+    void on_answer(mcp::message const& m) { engine->route_answer(*asks, m); }
 
     void on_line(std::string_view line) {
         auto parsed = mcp::parse_message(line);
@@ -569,7 +368,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         auto const limit = std::to_string(options.max_message_bytes);
         auto id = skipped.id();
         if (!skipped.head.has_method && id && std::holds_alternative<std::int64_t>(*id) &&
-            asks.contains(std::get<std::int64_t>(*id))) {
+            engine->asking(*asks, std::get<std::int64_t>(*id))) {
             if (auto more = repeated_log.admit("oversized answer"))
                 spdlog::warn("stdio: the client's answer {} is longer than {} bytes (server.body_limit); the question fails{}",
                              mcp::to_string(*id), limit, *more);
@@ -615,16 +414,11 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
     // finish and are answered as usual; those still running then are cut off, and each is answered
     // with an error saying so, rather than left for the client to wait on forever.
     asio::awaitable<void> close() {
-        closing = true;
+        engine->stop_asking();
         // Nothing more can come from the client: questions to it cannot be answered, and parked
         // requests cannot be retried. Their expiry timers would otherwise keep the process up.
-        for (auto& [key, rq] : pending_inputs) {
-            if (rq->input->expiry) rq->input->expiry->cancel();
-            cancel(*rq);
-        }
-        pending_inputs.clear();
-        for (auto& [id, a] : asks) a->try_send(asio::error::operation_aborted, nullptr);
-        asks.clear();
+        engine->end_parked();
+        engine->fail_all(*asks);
         if (legacy_listener) backend->remove_listener(*legacy_listener);
         legacy_listener.reset();
         for (auto& [key, l] : subscriptions) backend->remove_listener(l);
@@ -637,7 +431,7 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
             spdlog::info("stdio: cutting off {} request(s) still running", running);
             for (auto& [key, rq] : in_flight) {
                 rq->cut_off = !rq->cancelled;
-                cancel(*rq);
+                engine->cancel(rq);
             }
             co_await async_wait_for_requests(std::chrono::steady_clock::now() + cut_off_wait, 3);
         }
@@ -653,6 +447,24 @@ struct stdio_state : std::enable_shared_from_this<stdio_state> {
         }
     }
 };
+
+asio::awaitable<bool> stdio_request::async_send(mcp::message m) {
+    auto s = state.lock();
+    if (!s) co_return false;
+    co_await s->send_line(m);
+    co_return true;
+}
+
+asio::awaitable<void> stdio_request::async_round_due() {
+    if (auto s = state.lock()) s->schedule_round(std::static_pointer_cast<stdio_request>(shared_from_this()));
+    co_return;
+}
+
+std::optional<std::string> stdio_request::cannot_ask() const {
+    auto s = state.lock();
+    if (!s || cancelled || s->engine->closing()) return "the request has ended";
+    return std::nullopt;
+}
 
 asio::awaitable<void> serve_on_strand(std::shared_ptr<stdio_state> state, int in_fd, int out_fd) {
     asio::posix::stream_descriptor in(state->exec), out(state->exec);

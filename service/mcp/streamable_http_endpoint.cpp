@@ -1,29 +1,27 @@
 #include "service/mcp/streamable_http_endpoint.hpp"
 
+#include "mcp/client/spawn_logged.hpp"
 #include "mcp/protocol/era.hpp"
 #include "mcp/protocol/log_throttle.hpp"
 #include "mcp/protocol/mrtr.hpp"
+#include "mcp/server/exchange.hpp"
+#include "service/mcp/http_sessions.hpp"
+#include "service/mcp/sse_streams.hpp"
 #include "service/config/durations.hpp"
 #include "service/http/door.hpp"
-#include "service/mcp/mrtr_rounds.hpp"
 #include "core/sha256.hpp"
 #include "mcp/protocol/sse.hpp"
 #include "service/ops/request_observer.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/ip/address.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value_from.hpp>
 
-#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -31,7 +29,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <stdexcept>
 #include <variant>
 
 namespace airlock::service {
@@ -40,7 +37,6 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 using asio::as_tuple;
 using asio::use_awaitable;
-using clock_type = std::chrono::steady_clock;
 using error_code = boost::system::error_code;
 
 namespace {
@@ -58,170 +54,6 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
-
-// ---------------------------------------------------------------- rules shared with stdio
-
-namespace mcp_rules {
-
-json::object discover_result(mcp::server_backend const& backend, std::string const& principal) {
-    json::object o;
-    o["resultType"] = "complete";
-    json::array versions;
-    for (auto v : mcp::supported_versions()) versions.emplace_back(v);
-    o["supportedVersions"] = std::move(versions);
-    o["capabilities"] = backend.server_capabilities(principal);
-    if (auto i = backend.instructions(principal)) o["instructions"] = *i;
-    json::object meta;
-    meta[mcp::meta_key::server_info] = json::value_from(backend.server_info());
-    o["_meta"] = std::move(meta);
-    // What a principal may see can change with a grant or a pin at any time, and differs per
-    // principal: never fresh, never shared.
-    o["ttlMs"] = 0;
-    o["cacheScope"] = "private";
-    return o;
-}
-
-namespace {
-bool cacheable(std::string_view m) {
-    return m == "tools/list" || m == "prompts/list" || m == "resources/list" || m == "resources/templates/list" ||
-           m == "resources/read";
-}
-}  // namespace
-
-void decorate_modern_result(std::string_view method, json::object& r) {
-    if (!r.contains("resultType")) r["resultType"] = "complete";
-    auto const& rt = r.at("resultType");
-    if (!cacheable(method) || !rt.is_string() || rt.get_string() != "complete") return;
-    if (!r.contains("ttlMs")) r["ttlMs"] = 0;
-    if (!r.contains("cacheScope")) r["cacheScope"] = "private";
-}
-
-bool removed_in_modern(std::string_view method) noexcept {
-    return method == mcp::method::initialize || method == mcp::method::ping || method == "logging/setLevel" ||
-           method == "resources/subscribe" || method == "resources/unsubscribe";
-}
-
-bool is_modern_initialize(mcp::request const& r) {
-    if (r.method != mcp::method::initialize || !r.params || r.params->contains("protocolVersion")) return false;
-    auto const* m = r.params->if_contains("_meta");
-    if (!m || !m->is_object()) return false;
-    auto const* v = m->get_object().if_contains(mcp::meta_key::protocol_version);
-    return v && v->is_string() && mcp::era_of(v->get_string()) == mcp::era::modern;
-}
-
-mcp::error_object cut_off_by_stop() {
-    return mcp::error_object{mcp::rpc_code::internal_error,
-                             "airlock is stopping: this request was cut off before it finished (a tool call may or may "
-                             "not have taken effect; its journal record says which)",
-                             std::nullopt};
-}
-
-mcp::error_object cut_off_by_delete() {
-    return mcp::error_object{mcp::rpc_code::internal_error,
-                             "the session was deleted: this request was cut off before it finished (a tool call may or "
-                             "may not have taken effect; its journal record says which)",
-                             std::nullopt};
-}
-
-mcp::error_object missing_client_capability(std::string_view capability) {
-    json::object required;
-    required[capability] = json::object{};
-    json::object data;
-    data["requiredCapabilities"] = std::move(required);
-    return mcp::error_object{mcp::rpc_code::missing_required_client_capability,
-                             "Missing required client capability: the request needs '" + std::string(capability) +
-                                 "', which the client did not declare in _meta",
-                             json::value(std::move(data))};
-}
-
-void modernize_error(std::string_view method, mcp::error_object& e) {
-    constexpr std::int64_t legacy_resource_not_found = -32002;
-    if (method == "resources/read" && e.code == legacy_resource_not_found) e.code = mcp::rpc_code::invalid_params;
-}
-
-std::optional<mcp::progress_token> progress_token_of(std::optional<json::object> const& params) {
-    if (!params) return std::nullopt;
-    auto const* m = params->if_contains("_meta");
-    if (!m || !m->is_object()) return std::nullopt;
-    auto const* t = m->get_object().if_contains(mcp::meta_key::progress_token);
-    if (!t) return std::nullopt;
-    return mcp::read_request_id(*t);
-}
-
-std::optional<std::string_view> client_capability_for(std::string_view method) noexcept {
-    if (method == "sampling/createMessage") return "sampling";
-    if (method == "elicitation/create") return "elicitation";
-    if (method == "roots/list") return "roots";
-    return std::nullopt;
-}
-
-subscription_filter parse_subscription_filter(std::optional<json::object> const& params) {
-    subscription_filter f;
-    if (!params) return f;
-    auto const* n = params->if_contains("notifications");
-    if (!n || !n->is_object()) return f;
-    auto flag = [&](char const* key) {
-        auto const* v = n->get_object().if_contains(key);
-        return v && v->is_bool() && v->get_bool();
-    };
-    f.tools = flag("toolsListChanged");
-    f.prompts = flag("promptsListChanged");
-    f.resources = flag("resourcesListChanged");
-    return f;
-}
-
-bool admits(subscription_filter const& f, mcp::notification const& n) noexcept {
-    if (n.method == "notifications/tools/list_changed") return f.tools;
-    if (n.method == "notifications/prompts/list_changed") return f.prompts;
-    if (n.method == "notifications/resources/list_changed") return f.resources;
-    return false;
-}
-
-mcp::notification subscription_acknowledged(mcp::request_id const& id, subscription_filter const& f) {
-    json::object honoured;
-    if (f.tools) honoured["toolsListChanged"] = true;
-    if (f.prompts) honoured["promptsListChanged"] = true;
-    if (f.resources) honoured["resourcesListChanged"] = true;
-    json::object params;
-    params["notifications"] = std::move(honoured);
-    return tag_subscription(mcp::notification{"notifications/subscriptions/acknowledged", std::move(params)}, id);
-}
-
-mcp::notification tag_subscription(mcp::notification n, mcp::request_id const& id) {
-    if (!n.params) n.params.emplace();
-    auto& meta = (*n.params)["_meta"];
-    if (!meta.is_object()) meta = json::object{};
-    meta.get_object()[mcp::meta_key::subscription_id] = mcp::to_json(id);
-    return n;
-}
-
-json::object subscription_completed(mcp::request_id const& id) {
-    json::object meta;
-    meta[mcp::meta_key::subscription_id] = mcp::to_json(id);
-    json::object r;
-    r["resultType"] = "complete";
-    r["_meta"] = std::move(meta);
-    return r;
-}
-
-std::string new_session_id(std::function<void(std::uint8_t*, std::size_t)> const& random) {
-    std::uint8_t bytes[16];
-    if (random) {
-        random(bytes, sizeof bytes);
-    } else if (RAND_bytes(bytes, sizeof bytes) != 1) {
-        // Never fall back to anything guessable: a session id must not be predictable.
-        throw std::runtime_error("the system's random number generator failed");
-    }
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (auto b : bytes) {
-        out += hex[b >> 4];
-        out += hex[b & 15];
-    }
-    return out;
-}
-
-}  // namespace mcp_rules
 
 bool is_loopback_host(std::string_view host) noexcept {
     if (iequals(host, "localhost")) return true;
@@ -265,71 +97,36 @@ struct outgoing {
 };
 
 using event_channel = asio::experimental::concurrent_channel<void(error_code, outgoing)>;
-using answer_channel = mrtr_rounds::answer_channel;
-using mrtr_rounds::input_state;
 
-struct session;
+// One client request being served: the exchange's request, with the channel its reply (JSON or
+// SSE) is read from. Modern (2026-07-28) requests reach their client only through
+// InputRequiredResults (MRTR); mcp/server/exchange.hpp keeps them between rounds.
+struct http_exchange : mcp::served_request {
+    explicit http_exchange(asio::any_io_executor ex) : served_request(ex), events(ex, 64) {}
 
-// Modern (2026-07-28) requests reach their client only through InputRequiredResults (MRTR): the
-// request keeps running while the client answers, and a retry carrying the answers and the
-// requestState continues it (service/mcp/mrtr_rounds.hpp). Its input_state is guarded by impl::mutex.
+    asio::awaitable<bool> async_send(mcp::message m) override {
+        outgoing o;
+        o.json = mcp::serialize(m);
+        auto [ec] = co_await events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
+        co_return !ec;
+    }
+    // The reader ends the round (async_next): it is the one that answers with the round's result.
+    asio::awaitable<void> async_round_due() override {
+        outgoing o;
+        o.input_required = true;
+        co_await events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
+    }
+    std::string unanswered() const override {
+        return "the client did not answer: the request was cancelled or its stream closed";
+    }
 
-// One client request being served.
-struct exchange {
-    explicit exchange(asio::any_io_executor ex) : exec(ex), events(ex, 64) {}
-    asio::any_io_executor exec;  // the strand the backend's handler runs on
-    event_channel events;        // backend → the reply (JSON or SSE)
-    asio::cancellation_signal cancel;
-    bool cancel_emitted = false;  // on exec
-    mcp::request_context ctx;
-    std::string method;
-    std::weak_ptr<session> owner;  // legacy only
-    std::string key;               // the request id's text, within its session
-    std::atomic<bool> gone{false};       // the client can no longer receive what this request emits
-    std::atomic<bool> cancelled{false};  // the client cancelled it (notifications/cancelled or closed modern stream)
+    event_channel events;          // backend → the reply (JSON or SSE)
+    std::weak_ptr<http_session> owner;  // legacy only
     // running → answered (the backend returned) or → cut_off (airlock ended it while running: the
     // client is told so, unless the backend finished it all the same); whichever comes first holds,
     // so a finished result is never replaced.
     enum class stage { running, answered, cut_off, deleted };
     std::atomic<stage> ended{stage::running};
-    // Modern: a capability the request turned out to need that the client did not declare; the
-    // request then ends with -32021 whatever the backend makes of the refusal. Guarded by impl::mutex.
-    std::optional<std::string> missing_capability;
-    // Modern requests that may end in an InputRequiredResult: the request id and params (the
-    // requestState is bound to them), and the MRTR state once the backend asks something.
-    mcp::request_id id;
-    std::optional<json::object> mrtr_params;
-    std::optional<json::object> mrtr_prefill;
-    std::unique_ptr<input_state> input;  // guarded by impl::mutex
-    std::atomic<bool> parked{false};     // mirrors input->parked for the notification path
-};
-
-struct pending_ask {
-    std::shared_ptr<answer_channel> answer;
-    std::weak_ptr<exchange> asker;
-};
-
-// An open server-notification stream: a legacy GET stream or a modern subscriptions/listen.
-struct listen_stream {
-    std::shared_ptr<http_body_channel> body;
-    std::uint64_t listener = 0;
-    bool listening = false;
-    std::optional<mcp::request_id> subscription;  // modern: the listen request's id
-    std::shared_ptr<asio::steady_timer> keep_alive;
-    std::atomic<bool> ended{false};
-};
-
-struct session {
-    std::string id;
-    std::string principal;
-    std::string protocol_version;
-    json::object client_capabilities;
-    clock_type::time_point last_seen;
-    std::map<std::string, std::weak_ptr<exchange>> in_flight;
-    std::map<std::int64_t, pending_ask> asks;
-    std::int64_t next_ask = 1;
-    std::atomic<std::uint64_t> next_event{1};
-    std::shared_ptr<listen_stream> get_stream;
 };
 
 
@@ -348,47 +145,21 @@ http_response accepted(unsigned version) {
     return res;
 }
 
-http::response<http::empty_body> sse_head(unsigned version) {
-    http::response<http::empty_body> head{http::status::ok, version};
-    head.set(http::field::content_type, "text/event-stream");
-    head.set(http::field::cache_control, "no-cache, no-store");
-    // nginx and friends would otherwise hold events back until a buffer fills.
-    head.set("X-Accel-Buffering", "no");
-    return head;
-}
-
-std::string sse_event(std::string data, std::optional<std::string> id = std::nullopt,
-                      std::optional<std::uint64_t> retry = std::nullopt) {
-    mcp::sse_frame f;
-    f.data = std::move(data);
-    f.id = std::move(id);
-    f.retry = retry;
-    // The data is serialized JSON (no raw line breaks) and ids are decimal: formatting cannot fail.
-    return mcp::format_sse_event(f).value();
-}
-
 mcp::http_headers headers_of(http_request const& req) {
     mcp::http_headers h;
     for (auto const& f : req) h.add(f.name_string(), f.value());
     return h;
 }
 
-mcp::request_context detached_context(std::string principal, std::string session_id, mcp::era e, std::string version,
-                                      json::object caps) {
-    mcp::request_context ctx;
-    ctx.principal = std::move(principal);
-    ctx.session_id = std::move(session_id);
-    ctx.client_era = e;
-    ctx.protocol_version = std::move(version);
-    ctx.client_capabilities = std::move(caps);
-    ctx.notify = [](mcp::notification) -> asio::awaitable<void> { co_return; };
-    ctx.ask_client = [](std::string, json::object) -> asio::awaitable<mcp::handler_result> {
-        co_return mcp::error_object{mcp::rpc_code::internal_error, "a notification cannot ask the client anything", std::nullopt};
-    };
-    return ctx;
+std::string short_id(std::string const& id) { return id.substr(0, 8); }
+
+mcp::session_table::options session_options(mcp_endpoint_options const& o) {
+    return {o.session_idle_timeout, o.max_sessions, o.max_sessions_per_principal, o.random, o.clock};
 }
 
-std::string short_id(std::string const& id) { return id.substr(0, 8); }
+mcp::exchange::options exchange_options(mcp_endpoint_options const& o) {
+    return {{o.input_request_ttl, o.max_pending_inputs, o.max_questions}, o.input_gather, o.random, "mcp"};
+}
 
 }  // namespace
 
@@ -400,12 +171,9 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     std::shared_ptr<door_policy const> door;
 
     mutable std::mutex mutex;
-    std::map<std::string, std::shared_ptr<session>> sessions;
-    std::map<std::string, std::set<std::string>> held;  // principal → the ids of its sessions
+    http_sessions sessions{session_options(options)};  // legacy sessions, with a lock of their own
     std::set<std::shared_ptr<listen_stream>> subscriptions;  // modern listen streams
-    clock_type::time_point last_sweep{};
-    std::map<std::string, std::shared_ptr<exchange>> pending_inputs;  // parked MRTR requests by pending id
-    std::optional<mcp::mrtr::state_sealer> sealer;
+    std::shared_ptr<mcp::exchange> engine = std::make_shared<mcp::exchange>(exchange_options(options));
     // What a client can make happen once per request or per notification is logged once per
     // interval with a count: refusals at the door (per client address), dropped notifications.
     mcp::log_throttle door_log;
@@ -413,11 +181,6 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     impl(std::shared_ptr<mcp::server_backend> b, mcp_endpoint_options o) : backend(std::move(b)), options(std::move(o)) {
         configure(options.listen_host, options.listen_port, options.unix_socket);
-        sealer.emplace(mrtr_rounds::fresh_sealer(options.random));
-    }
-
-    mrtr_rounds::limits input_limits() const {
-        return {options.input_request_ttl, options.max_pending_inputs, options.max_questions};
     }
 
     void configure(std::string const& host, std::uint16_t port, bool unix_socket) {
@@ -434,8 +197,6 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         door = std::make_shared<door_policy const>(make_door_policy(
             std::move(hosts), std::move(origins), options.authenticate, options.allow_anonymous, true));
     }
-
-    clock_type::time_point now() const { return options.clock ? options.clock() : clock_type::now(); }
 
     // ------------------------------------------------------------ the door
 
@@ -474,378 +235,77 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     // ------------------------------------------------------------ sessions
 
-    bool expired(session const& s, clock_type::time_point t) const {
-        return s.in_flight.empty() && !s.get_stream && t - s.last_seen > options.session_idle_timeout;
-    }
-
-    // Sessions enter and leave the table only through these two (under the mutex), so `held`
-    // always counts what each principal holds.
-    void add_session_locked(std::shared_ptr<session> const& s) {
-        sessions[s->id] = s;
-        held[s->principal].insert(s->id);
-    }
-
-    std::map<std::string, std::shared_ptr<session>>::iterator drop_session_locked(
-        std::map<std::string, std::shared_ptr<session>>::iterator it) {
-        if (auto h = held.find(it->second->principal); h != held.end()) {
-            h->second.erase(it->first);
-            if (h->second.empty()) held.erase(h);
-        }
-        return sessions.erase(it);
-    }
-
-    std::size_t held_by_locked(std::string const& principal) const {
-        auto h = held.find(principal);
-        return h == held.end() ? 0 : h->second.size();
-    }
-
-    // Whole seconds until the first of the principal's sessions has idled out at the pace of `t`,
-    // if its client does nothing: the soonest its next initialize can succeed without a DELETE. A
-    // session with a request in flight or a GET stream open restarts its idle clock when that ends,
-    // so it counts as a full idle timeout. Expiry is "idle for longer than the timeout", hence + 1.
-    std::int64_t seconds_until_a_slot_frees_locked(std::string const& principal, clock_type::time_point t) const {
-        auto soonest = options.session_idle_timeout;
-        if (auto h = held.find(principal); h != held.end())
-            for (auto const& id : h->second) {
-                auto it = sessions.find(id);
-                if (it == sessions.end() || !it->second->in_flight.empty() || it->second->get_stream) continue;
-                auto left = options.session_idle_timeout - std::chrono::duration_cast<std::chrono::milliseconds>(t - it->second->last_seen);
-                soonest = std::min(soonest, std::max(left, std::chrono::milliseconds(0)));
-            }
-        return std::chrono::duration_cast<std::chrono::seconds>(soonest).count() + 1;
-    }
-
-    // Takes the sessions expired at `t` out of the table (under the mutex); the caller finishes them.
-    std::vector<std::shared_ptr<session>> reap_locked(clock_type::time_point t) {
-        std::vector<std::shared_ptr<session>> ended;
-        for (auto it = sessions.begin(); it != sessions.end();) {
-            if (expired(*it->second, t)) {
-                ended.push_back(it->second);
-                it = drop_session_locked(it);
-            } else {
-                ++it;
-            }
-        }
-        return ended;
-    }
-
-    // The same for one principal's sessions only: as cheap as its share is small.
-    std::vector<std::shared_ptr<session>> reap_of_locked(std::string const& principal, clock_type::time_point t) {
-        std::vector<std::shared_ptr<session>> ended;
-        auto h = held.find(principal);
-        if (h == held.end()) return ended;
-        std::vector<std::string> ids(h->second.begin(), h->second.end());
-        for (auto const& id : ids) {
-            auto it = sessions.find(id);
-            if (it == sessions.end() || !expired(*it->second, t)) continue;
-            ended.push_back(it->second);
-            drop_session_locked(it);
-        }
-        return ended;
-    }
-
     // Ends sessions idle for longer than the timeout; at most once a second.
     void sweep() {
-        std::vector<std::shared_ptr<session>> ended;
-        {
-            std::lock_guard lock(mutex);
-            auto t = now();
-            if (t - last_sweep < std::chrono::seconds(1) && last_sweep != clock_type::time_point{}) return;
-            last_sweep = t;
-            ended = reap_locked(t);
-        }
-        for (auto& s : ended) finish_session(s, "idle");
+        for (auto& s : sessions.sweep()) finish_session(s, "idle");
     }
 
     // The caller's live session with that id; a session of another principal is as good as unknown.
-    std::shared_ptr<session> find_session(std::string_view id, std::string const& principal, bool touch) {
-        std::shared_ptr<session> expired_one;
-        {
-            std::lock_guard lock(mutex);
-            auto it = sessions.find(std::string(id));
-            if (it == sessions.end() || it->second->principal != principal) return nullptr;
-            auto t = now();
-            if (!expired(*it->second, t)) {
-                if (touch) it->second->last_seen = t;
-                return it->second;
-            }
-            expired_one = it->second;
-            drop_session_locked(it);
-        }
-        finish_session(expired_one, "idle");
-        return nullptr;
+    std::shared_ptr<http_session> find_session(std::string_view id, std::string const& principal, bool touch) {
+        auto found = sessions.find(id, principal, touch);
+        if (found.expired) finish_session(found.expired, "idle");
+        return found.live;
     }
 
     // Releases what an ended session held: its requests are cancelled, its questions to the
     // client fail, its stream ends, and the backend hears of it.
     // `cut_off` (stage cut_off or deleted): the session's requests end by airlock's or the client's
     // decision while they run, and each gets an error saying so; `running`: they are only cancelled.
-    void finish_session(std::shared_ptr<session> const& s, std::string_view why,
-                        exchange::stage cut_off = exchange::stage::running) {
-        std::vector<std::shared_ptr<exchange>> running;
-        std::vector<std::shared_ptr<answer_channel>> waiting;
-        std::shared_ptr<listen_stream> stream;
-        {
-            std::lock_guard lock(mutex);
-            for (auto& [k, w] : s->in_flight)
-                if (auto ex = w.lock()) running.push_back(ex);
-            s->in_flight.clear();
-            for (auto& [k, a] : s->asks) waiting.push_back(a.answer);
-            s->asks.clear();
-            stream = std::move(s->get_stream);
-        }
-        for (auto& ex : running) {
-            auto expected = exchange::stage::running;
+    void finish_session(std::shared_ptr<http_session> const& s, std::string_view why,
+                        http_exchange::stage cut_off = http_exchange::stage::running) {
+        auto held = sessions.release(*s);
+        for (auto& rq : held.running) {
+            auto ex = std::static_pointer_cast<http_exchange>(rq);
+            auto expected = http_exchange::stage::running;
             // A request its client cancelled gets no answer, whatever ends its session.
-            if (cut_off != exchange::stage::running && !ex->cancelled)
+            if (cut_off != http_exchange::stage::running && !ex->cancelled)
                 ex->ended.compare_exchange_strong(expected, cut_off);
-            cancel(ex);
+            engine->cancel(ex);
         }
-        for (auto& a : waiting) a->try_send(asio::error::operation_aborted, nullptr);
-        if (stream) end_listen_stream(stream, std::nullopt);
+        engine->fail_all(*s->asks);
+        if (held.stream) end_listen_stream(held.stream, std::nullopt);
         spdlog::info("mcp: session {}… of '{}' ended ({})", short_id(s->id), s->principal, why);
         backend->session_closed(s->id);
     }
 
     // ------------------------------------------------------------ request lifecycle
 
-    // Emits the request's cancellation slot on its own strand, once, and fails its questions.
-    void cancel(std::shared_ptr<exchange> const& ex) {
-        ex->cancelled = true;
-        fail_asks(ex, "the request was cancelled");
-        asio::post(ex->exec, [ex] {
-            if (ex->cancel_emitted) return;
-            ex->cancel_emitted = true;
-            ex->cancel.emit(asio::cancellation_type::terminal);
-        });
-    }
-
-    void fail_asks(std::shared_ptr<exchange> const& ex, std::string_view why) {
-        std::vector<std::shared_ptr<answer_channel>> waiting;
-        if (auto s = ex->owner.lock()) {
-            std::lock_guard lock(mutex);
-            for (auto it = s->asks.begin(); it != s->asks.end();) {
-                if (it->second.asker.lock() == ex) {
-                    waiting.push_back(it->second.answer);
-                    it = s->asks.erase(it);
-                } else {
-                    ++it;
-                }
-            }
-        }
-        {
-            std::lock_guard lock(mutex);
-            if (ex->input) {
-                for (auto& [k, q] : ex->input->open) waiting.push_back(q.answer);
-                ex->input->open.clear();
-            }
-        }
-        for (auto& a : waiting) a->try_send(asio::error::operation_aborted, nullptr);
-        if (!waiting.empty()) spdlog::debug("mcp: {} question(s) to the client failed: {}", waiting.size(), why);
-    }
-
     // The client can no longer receive this request's messages. Modern: that is its cancellation.
     // Legacy: a disconnect is not a cancellation (the spec says so); the work goes on, its output is dropped.
-    void client_gone(std::shared_ptr<exchange> const& ex) {
+    void client_gone(std::shared_ptr<http_exchange> const& ex) {
         if (ex->gone.exchange(true)) return;
         ex->events.close();  // a backend notifying a departed client must not wait for room
         if (ex->ctx.client_era == mcp::era::modern) {
-            cancel(ex);
+            engine->cancel(ex);
         } else {
-            fail_asks(ex, "the client's stream closed");
+            engine->fail_asks(ex, "the client's stream closed");
         }
-    }
-
-    static asio::awaitable<void> async_notify(std::weak_ptr<exchange> w, mcp::notification n) {
-        auto ex = w.lock();
-        // A parked request has no reader until its retry: what it says meanwhile is dropped.
-        if (!ex || ex->gone || ex->cancelled || ex->parked) co_return;
-        outgoing o;
-        o.json = mcp::serialize(n);
-        co_await ex->events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
-    }
-
-    static asio::awaitable<mcp::handler_result> async_ask(std::shared_ptr<impl> self, std::weak_ptr<exchange> w,
-                                                          std::string method, json::object params) {
-        auto refuse = [](std::string why) {
-            return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, std::move(why), std::nullopt});
-        };
-        auto ex = w.lock();
-        if (!ex) co_return refuse("the request has ended");
-        if (ex->ctx.client_era == mcp::era::modern) {
-            // A 2026-07-28 server must not rely on a capability the client did not declare, and
-            // says so with -32021; a declared one is reached only through input requests (MRTR).
-            if (auto cap = mcp_rules::client_capability_for(method); cap && !ex->ctx.client_capabilities.contains(*cap)) {
-                {
-                    std::lock_guard lock(self->mutex);
-                    ex->missing_capability = std::string(*cap);
-                }
-                co_return mcp::handler_result(mcp_rules::missing_client_capability(*cap));
-            }
-            if (auto why = mrtr_rounds::cannot_ask(method, ex->method)) co_return refuse(std::move(*why));
-            co_return co_await async_ask_modern(std::move(self), std::move(ex), std::move(method), std::move(params));
-        }
-        auto s = ex->owner.lock();
-        if (!s) co_return refuse("the session has ended");
-        if (auto cap = mcp_rules::client_capability_for(method); cap && !ex->ctx.client_capabilities.contains(*cap))
-            co_return mcp::handler_result(mcp::error_object{
-                mcp::rpc_code::method_not_found, "the client did not declare the '" + std::string(*cap) + "' capability",
-                std::nullopt});
-        if (ex->gone || ex->cancelled) co_return refuse("the client can no longer be asked (its stream closed)");
-
-        auto answer = std::make_shared<answer_channel>(ex->exec, 1);
-        std::int64_t id = 0;
-        {
-            std::lock_guard lock(self->mutex);
-            id = s->next_ask++;
-            s->asks[id] = pending_ask{answer, ex};
-        }
-        auto forget = [&] {
-            std::lock_guard lock(self->mutex);
-            s->asks.erase(id);
-        };
-        outgoing o;
-        o.json = mcp::serialize(mcp::request{id, std::move(method), std::move(params)});
-        auto [sec] = co_await ex->events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
-        if (sec) {
-            forget();
-            co_return refuse("the client can no longer be asked (its stream closed)");
-        }
-        auto [rec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
-        forget();
-        if (rec || !result) co_return refuse("the client did not answer: the request was cancelled or its stream closed");
-        co_return std::move(*result);
-    }
-
-    // A question during a modern request becomes an input request of the request's next
-    // InputRequiredResult; the answer comes with the retry (or came ahead, in inputResponses).
-    static asio::awaitable<mcp::handler_result> async_ask_modern(std::shared_ptr<impl> self, std::shared_ptr<exchange> ex,
-                                                                 std::string method, json::object params) {
-        auto refuse = [](std::string why) {
-            return mcp::handler_result(mcp::error_object{mcp::rpc_code::internal_error, std::move(why), std::nullopt});
-        };
-        auto answer = std::make_shared<answer_channel>(ex->exec, 1);
-        mrtr_rounds::filed f;
-        {
-            std::lock_guard lock(self->mutex);
-            if (ex->gone || ex->cancelled) co_return refuse("the client can no longer be asked (the request ended)");
-            if (!ex->input) {
-                ex->input = std::make_unique<input_state>();
-                ex->input->reply_id = ex->id;
-                ex->input->prefill = std::move(ex->mrtr_prefill);
-            }
-            f = mrtr_rounds::file_question(*ex->input, method, std::move(params), answer, self->input_limits());
-        }
-        if (f.refused) co_return refuse(std::move(*f.refused));
-        if (f.ahead) co_return mcp::handler_result(std::move(*f.ahead));
-        auto const& key = f.key;
-        spdlog::debug("mcp: {} {} asks the client {} as input request '{}'", ex->method, ex->key, method, key);
-        if (f.schedule_round) {
-            outgoing o;
-            o.input_required = true;
-            co_await ex->events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
-        }
-        auto [rec, result] = co_await answer->async_receive(as_tuple(use_awaitable));
-        {
-            std::lock_guard lock(self->mutex);
-            if (ex->input) mrtr_rounds::forget_question(*ex->input, key, answer);
-        }
-        if (rec || !result) co_return refuse("the client did not answer: the request was cancelled or its requestState lapsed");
-        co_return std::move(*result);
-    }
-
-    // Routes a client's answer to the question that is waiting for it.
-    void route_answer(std::shared_ptr<session> const& s, mcp::message const& m) {
-        auto id = mcp::id_of(m);
-        auto const* n = id ? std::get_if<std::int64_t>(&*id) : nullptr;
-        std::shared_ptr<answer_channel> answer;
-        if (n) {
-            std::lock_guard lock(mutex);
-            if (auto it = s->asks.find(*n); it != s->asks.end()) {
-                answer = it->second.answer;
-                s->asks.erase(it);
-            }
-        }
-        if (!answer) {
-            spdlog::debug("mcp: an answer from the client matches no open question");
-            return;
-        }
-        std::shared_ptr<mcp::handler_result> r;
-        if (auto const* ok = std::get_if<mcp::response>(&m))
-            r = std::make_shared<mcp::handler_result>(ok->result);
-        else
-            r = std::make_shared<mcp::handler_result>(std::get<mcp::error_response>(m).error);
-        answer->try_send(error_code{}, std::move(r));
     }
 
     // The response that ends a request, as its era writes it.
     static outgoing final_message(mcp::era e, std::string const& method, mcp::request_id const& id, mcp::handler_result result) {
         outgoing o;
         o.final = true;
-        if (result) {
-            auto obj = std::move(*result);
-            if (e == mcp::era::modern) mcp_rules::decorate_modern_result(method, obj);
-            o.json = mcp::serialize(mcp::response{id, std::move(obj)});
-        } else {
-            o.status = mcp::http_status_for(e, result.error().code);
-            o.json = mcp::serialize(mcp::error_response{id, std::move(result.error())});
-        }
+        if (!result) o.status = mcp::http_status_for(e, result.error().code);
+        o.json = mcp::serialize(mcp::exchange::reply_of(e, method, id, std::move(result)));
         return o;
     }
 
-    static asio::awaitable<void> run_backend(std::shared_ptr<impl> self, std::shared_ptr<exchange> ex, mcp::request r) {
-        auto id = r.id;
+    static asio::awaitable<void> run_backend(std::shared_ptr<impl> self, std::shared_ptr<http_exchange> ex, mcp::request r) {
         auto e = ex->ctx.client_era;
-        mcp::handler_result result = mcp::error_object{mcp::rpc_code::internal_error, "Internal error", std::nullopt};
-        try {
-            result = co_await self->backend->async_handle(std::move(r), ex->ctx);
-        } catch (std::exception const& x) {
-            spdlog::error("mcp: {} failed with an internal error: {}", ex->method, x.what());
-            result = mcp::error_object{mcp::rpc_code::internal_error, "Internal error", std::nullopt};
-        }
-        bool asked = false;
-        if (e == mcp::era::modern) {
-            std::optional<std::string> missing;
-            {
-                std::lock_guard lock(self->mutex);
-                missing = ex->missing_capability;
-                asked = ex->input != nullptr;
-            }
-            if (missing) {
-                result = mcp_rules::missing_client_capability(*missing);
-            } else if (!result) {
-                auto err = result.error();
-                mcp_rules::modernize_error(ex->method, err);
-                result = std::move(err);
-            }
-        }
-        if (asked) {
-            // After a round of questions the reply carries the latest attempt's id; while parked
-            // there is no reader, and the result waits for the retry.
-            std::lock_guard lock(self->mutex);
-            auto& in = *ex->input;
-            in.final_sent = true;
-            if (in.parked) {
-                in.parked_final = std::move(result);
-                co_return;
-            }
-            id = in.reply_id;
-            if (!in.pending_id.empty()) self->pending_inputs.erase(in.pending_id);
-        }
-        auto expected = exchange::stage::running;
-        bool cut_off = !ex->ended.compare_exchange_strong(expected, exchange::stage::answered) &&
-                       (expected == exchange::stage::cut_off || expected == exchange::stage::deleted);
+        auto done = co_await self->engine->async_run(*self->backend, ex, std::move(r));
+        if (!done) co_return;  // parked: the retry gets the result
+        auto result = std::move(done->result);
+        auto expected = http_exchange::stage::running;
+        bool cut_off = !ex->ended.compare_exchange_strong(expected, http_exchange::stage::answered) &&
+                       (expected == http_exchange::stage::cut_off || expected == http_exchange::stage::deleted);
         // What the backend finished all the same (its call landed, and the journal says done) is
         // answered as it is: "cut off" is said only of what the cancellation ended, which returns an error.
         if (cut_off && !result)
-            result = expected == exchange::stage::deleted ? mcp_rules::cut_off_by_delete() : mcp_rules::cut_off_by_stop();
-        outgoing o = final_message(e, ex->method, id, std::move(result));
+            result = expected == http_exchange::stage::deleted ? mcp_rules::cut_off_by_delete() : mcp_rules::cut_off_by_stop();
+        outgoing o = final_message(e, ex->method, done->id, std::move(result));
         o.suppress = ex->cancelled && !cut_off;
-        if (auto s = ex->owner.lock()) {
-            std::lock_guard lock(self->mutex);
-            if (auto it = s->in_flight.find(ex->key); it != s->in_flight.end() && it->second.lock() == ex) s->in_flight.erase(it);
-            s->last_seen = self->now();
-        }
+        if (auto s = ex->owner.lock()) self->sessions.end_request(*s, ex);
         // A departed client's channel is closed: the send fails at once, and the result is dropped.
         co_await ex->events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
     }
@@ -855,7 +315,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         mcp::era e = mcp::era::legacy;
         std::string version;
         json::object capabilities;
-        std::shared_ptr<session> owner;  // legacy
+        std::shared_ptr<http_session> owner;  // legacy
         std::optional<json::object> prefill;  // modern: inputResponses on a first attempt
         std::optional<mcp::http_headers> param_headers;  // modern tools/call: its Mcp-Param-* headers
     };
@@ -864,44 +324,29 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     // emitting anything, and with SSE from the first notification or question on.
     asio::awaitable<http_reply> serve_request(unsigned version, mcp::request r, request_setup setup) {
         auto exec = co_await asio::this_coro::executor;
-        auto ex = std::make_shared<exchange>(exec);
-        ex->method = r.method;
-        ex->key = mcp::to_string(r.id);
-        auto& ctx = ex->ctx;
-        ctx.principal = setup.principal;
-        ctx.session_id = setup.owner ? setup.owner->id : std::string();
-        ctx.client_era = setup.e;
-        ctx.protocol_version = std::move(setup.version);
-        ctx.client_capabilities = std::move(setup.capabilities);
-        ctx.progress = mcp_rules::progress_token_of(r.params);
-        ctx.request_id_text = ex->key;
-        ctx.param_headers = std::move(setup.param_headers);
-        ctx.cancelled = ex->cancel.slot();
-        std::weak_ptr<exchange> weak = ex;
-        auto self = shared_from_this();
-        ctx.notify = [weak](mcp::notification n) { return async_notify(weak, std::move(n)); };
-        ctx.ask_client = [self, weak](std::string m, json::object p) {
-            return async_ask(self, weak, std::move(m), std::move(p));
-        };
+        auto ex = std::make_shared<http_exchange>(exec);
+        mcp::exchange::caller who;
+        who.principal = setup.principal;
+        who.session_id = setup.owner ? setup.owner->id : std::string();
+        who.client_era = setup.e;
+        who.version = std::move(setup.version);
+        who.capabilities = std::move(setup.capabilities);
+        who.prefill = std::move(setup.prefill);
+        engine->bind(ex, r, std::move(who));
+        ex->ctx.param_headers = std::move(setup.param_headers);
         if (setup.owner) {
             ex->owner = setup.owner;
-            std::lock_guard lock(mutex);
-            setup.owner->in_flight[ex->key] = ex;
+            ex->asks = setup.owner->asks;
+            sessions.add_request(*setup.owner, ex);
         }
-        if (setup.e == mcp::era::modern && mcp::mrtr::allows_input_required(r.method)) {
-            ex->id = r.id;
-            ex->mrtr_params = r.params ? *r.params : json::object{};
-            ex->mrtr_prefill = std::move(setup.prefill);
-        }
-
-        auto task = run_backend(self, ex, std::move(r));
-        asio::co_spawn(exec, std::move(task), asio::detached);
+        auto self = shared_from_this();
+        mcp::spawn_logged(exec, run_backend(self, ex, std::move(r)), "mcp request");
         co_return co_await reply(version, std::move(ex));
     }
 
     // Answers the HTTP request that is the exchange's current reader: JSON when the first thing
     // it has to say is its final message, SSE otherwise.
-    asio::awaitable<http_reply> reply(unsigned version, std::shared_ptr<exchange> ex) {
+    asio::awaitable<http_reply> reply(unsigned version, std::shared_ptr<http_exchange> ex) {
         auto exec = co_await asio::this_coro::executor;
         auto self = shared_from_this();
         auto [ec, first] = co_await async_next(self, ex);
@@ -921,10 +366,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             quiet->cancel();
             if (!completed) self->client_gone(ex);
         };
-        auto pump_task = pump(self, ex, body, quiet, std::move(first));
-        asio::co_spawn(exec, std::move(pump_task), asio::detached);
-        auto ka = keep_alive_loop(quiet, body, options.keep_alive_interval);
-        asio::co_spawn(exec, std::move(ka), asio::detached);
+        mcp::spawn_logged(exec, pump(self, ex, body, quiet, std::move(first)), "mcp reply stream");
+        mcp::spawn_logged(exec, async_keep_alive(quiet, body, options.keep_alive_interval), "mcp keep-alive");
         co_return st;
     }
 
@@ -933,7 +376,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     // The stream ends right after the response it exists for: the keep-alive loop stops, and the
     // end of the body waits for room behind what is buffered (a notification flood fills the
     // buffer; an end marker tried and dropped there left the body open for good).
-    static asio::awaitable<void> pump(std::shared_ptr<impl> self, std::shared_ptr<exchange> ex,
+    static asio::awaitable<void> pump(std::shared_ptr<impl> self, std::shared_ptr<http_exchange> ex,
                                       std::shared_ptr<http_body_channel> body,
                                       std::shared_ptr<asio::steady_timer> quiet, outgoing first) {
         auto s = ex->owner.lock();
@@ -976,7 +419,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     // The next message of a request for its reader. An input_required marker ends the round with
     // an InputRequiredResult when questions are still open by then, and is skipped otherwise.
     static asio::awaitable<std::tuple<error_code, outgoing>> async_next(std::shared_ptr<impl> self,
-                                                                         std::shared_ptr<exchange> ex) {
+                                                                         std::shared_ptr<http_exchange> ex) {
         for (;;) {
             auto [ec, o] = co_await ex->events.async_receive(as_tuple(use_awaitable));
             if (ec || !o.input_required) co_return std::make_tuple(ec, std::move(o));
@@ -985,98 +428,36 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         }
     }
 
-    asio::awaitable<std::optional<outgoing>> async_end_round(std::shared_ptr<exchange> ex) {
-        // Questions an upstream asks together (concurrent requests) belong in one round.
-        asio::steady_timer gather(co_await asio::this_coro::executor, options.input_gather);
-        co_await gather.async_wait(as_tuple(use_awaitable));
-        std::optional<outgoing> out;
-        bool full = false;
-        {
-            std::lock_guard lock(mutex);
-            auto& in = *ex->input;
-            in.round_due = false;
-            if (in.final_sent || in.open.empty() || ex->cancelled || ex->gone) co_return std::nullopt;
-            auto result = mrtr_rounds::issue_round(in, *sealer, ex->ctx.principal, ex->method,
-                                                   ex->mrtr_params ? *ex->mrtr_params : json::object{}, pending_inputs.size(),
-                                                   input_limits(), options.random);
-            full = !result;
-            if (result) {
-                ex->mrtr_params.reset();
-                ex->parked = true;
-                pending_inputs[in.pending_id] = ex;
-                in.expiry = std::make_shared<asio::steady_timer>(ex->exec, options.input_request_ttl);
-                auto expire = async_expire(shared_from_this(), ex, in.expiry, in.round);
-                asio::co_spawn(ex->exec, std::move(expire), asio::detached);
-                out = final_message(mcp::era::modern, ex->method, in.reply_id, std::move(*result));
-                spdlog::info("mcp: {} {} of '{}' waits for {} answer(s) from the client (round {})", ex->method, ex->key,
-                             ex->ctx.principal, in.open.size(), in.round);
-            }
-        }
-        if (full) {
-            if (auto more = door_log.admit("inputs " + ex->ctx.principal))
-                spdlog::warn("mcp: {} requests already wait for client input; {} {} refused{}", options.max_pending_inputs,
-                             ex->method, ex->key, *more);
-            mcp::error_object err{mcp::rpc_code::internal_error, "too many requests are waiting for client input; retry later",
-                                  std::nullopt};
-            mcp::request_id id;
-            {
-                std::lock_guard lock(mutex);
-                id = ex->input->reply_id;
-            }
-            cancel(ex);
-            out = final_message(mcp::era::modern, ex->method, id, std::move(err));
-        }
-        co_return out;
-    }
-
-    // A parked request whose requestState lapsed unanswered is cancelled (so is its upstream call).
-    static asio::awaitable<void> async_expire(std::shared_ptr<impl> self, std::shared_ptr<exchange> ex,
-                                              std::shared_ptr<asio::steady_timer> timer, std::uint64_t round) {
-        auto [ec] = co_await timer->async_wait(as_tuple(use_awaitable));
-        if (ec) co_return;
-        {
-            std::lock_guard lock(self->mutex);
-            auto& in = *ex->input;
-            if (!mrtr_rounds::lapse(in, round)) co_return;
-            self->pending_inputs.erase(in.pending_id);
-        }
-        spdlog::info("mcp: {} {} of '{}': no retry came with the answers in time; cancelled", ex->method, ex->key,
-                     ex->ctx.principal);
-        self->cancel(ex);
+    asio::awaitable<std::optional<outgoing>> async_end_round(std::shared_ptr<http_exchange> ex) {
+        auto round = co_await engine->async_end_round(ex);
+        using outcome = mcp::exchange::round::outcome;
+        if (round.what == outcome::none) co_return std::nullopt;
+        if (round.what == outcome::issued)
+            co_return final_message(mcp::era::modern, ex->method, round.reply_id, std::move(round.result));
+        if (auto more = door_log.admit("inputs " + ex->ctx.principal))
+            spdlog::warn("mcp: {} requests already wait for client input; {} {} refused{}", options.max_pending_inputs,
+                         ex->method, ex->key, *more);
+        mcp::error_object err{mcp::rpc_code::internal_error, "too many requests are waiting for client input; retry later",
+                              std::nullopt};
+        co_return final_message(mcp::era::modern, ex->method, round.reply_id, std::move(err));
     }
 
     // A retry carrying a requestState: the answers go to the waiting questions, and this HTTP
     // request becomes the pending request's reader.
     asio::awaitable<http_reply> resume(unsigned v, mcp::request const& r, std::string const& principal,
                                        std::optional<json::object> responses) {
-        auto refuse = [&](std::string why) {
-            return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
-                             mcp::rpc_code::invalid_params, "Invalid params: " + std::move(why), v);
-        };
-        auto st = mrtr_rounds::open_retry(*sealer, r, principal);
-        if (!st) co_return refuse(st.error().message);
-
-        std::shared_ptr<exchange> ex;
-        std::optional<mrtr_rounds::resumed> go;
-        {
-            std::lock_guard lock(mutex);
-            auto it = pending_inputs.find(st->pending);
-            if (it == pending_inputs.end())
-                co_return refuse(std::string(mrtr_rounds::no_longer_pending));
-            ex = it->second;
-            auto step = mrtr_rounds::resume(*ex->input, st->round, responses, r.id);
-            if (!step) co_return refuse(step.error().message);
-            ex->parked = false;
-            if (step->done) pending_inputs.erase(it);
-            go = std::move(*step);
-        }
-        if (go->schedule_round) {
+        auto go = engine->resume(r, principal, responses);
+        if (go.refused)
+            co_return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
+                                mcp::rpc_code::invalid_params, "Invalid params: " + std::move(*go.refused), v);
+        auto ex = std::static_pointer_cast<http_exchange>(go.rq);
+        if (go.step.schedule_round) {
             outgoing o;
             o.input_required = true;
             ex->events.try_send(error_code{}, std::move(o));
         }
-        mrtr_rounds::hand_over(*go);
-        auto& done = go->done;
+        mcp::mrtr_rounds::hand_over(go.step);
+        auto& done = go.step.done;
         if (done) {
             auto o = final_message(mcp::era::modern, ex->method, r.id, std::move(*done));
             co_return rpc_json(o.status, std::move(o.json), v);
@@ -1084,67 +465,9 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         co_return co_await reply(v, std::move(ex));
     }
 
-    // Sends an SSE comment whenever a stream has been quiet for a while, until the timer is
-    // cancelled or the server has closed the body.
-    static asio::awaitable<void> keep_alive_loop(std::shared_ptr<asio::steady_timer> timer,
-                                                 std::shared_ptr<http_body_channel> body, std::chrono::milliseconds every) {
-        for (;;) {
-            timer->expires_after(every);
-            auto [ec] = co_await timer->async_wait(as_tuple(use_awaitable));
-            if (ec || !body->is_open()) co_return;
-            body->try_send(error_code{}, mcp::format_sse_comment());
-        }
-    }
-
     // ------------------------------------------------------------ notification streams
 
-    // Opens a stream and its backend listener; `on_notification` formats what the sink receives.
-    asio::awaitable<http_stream> open_listen_stream(unsigned version, std::string const& principal,
-                                                    std::shared_ptr<listen_stream> ls, std::string opening,
-                                                    std::function<std::optional<std::string>(mcp::notification const&)> format,
-                                                    std::function<void()> on_close, std::string session_id = {}) {
-        auto exec = co_await asio::this_coro::executor;
-        ls->body = make_body_channel(exec, std::max<std::size_t>(options.stream_buffer, 2));
-        ls->keep_alive = std::make_shared<asio::steady_timer>(exec);
-        ls->body->try_send(error_code{}, std::move(opening));
-        std::weak_ptr<listen_stream> weak = ls;
-        auto on_notification = [weak, format = std::move(format), dropped = dropped_log](mcp::notification const& n) {
-            auto l = weak.lock();
-            if (!l || l->ended) return;
-            auto text = format(n);
-            if (!text) return;
-            if (!l->body->try_send(error_code{}, std::move(*text)) && l->body->is_open())
-                if (auto more = dropped->admit(n.method))
-                    spdlog::warn("mcp: a notification stream is not keeping up; dropped {}{}", n.method, *more);
-        };
-        ls->listener = backend->add_session_listener(principal, session_id, std::move(on_notification));
-        ls->listening = true;
-        auto self = shared_from_this();
-        http_stream st;
-        st.head = sse_head(version);
-        st.body = ls->body;
-        st.long_lived = true;
-        st.on_end = [self, ls, on_close = std::move(on_close)](bool) {
-            ls->ended = true;
-            ls->keep_alive->cancel();
-            if (ls->listening) {
-                ls->listening = false;
-                self->backend->remove_listener(ls->listener);
-            }
-            if (on_close) on_close();
-        };
-        auto ka = keep_alive_loop(ls->keep_alive, ls->body, options.keep_alive_interval);
-        asio::co_spawn(exec, std::move(ka), asio::detached);
-        co_return st;
-    }
-
-    // Ends a notification stream from the server's side (session end, shutdown); a modern
-    // subscription first gets the response that closes it gracefully.
-    void end_listen_stream(std::shared_ptr<listen_stream> const& ls, std::optional<std::string> closing) {
-        if (ls->ended.exchange(true)) return;
-        if (closing) ls->body->try_send(error_code{}, std::move(*closing));
-        if (!ls->body->try_send(asio::error::eof, std::string())) ls->body->close();
-    }
+    listen_options stream_options() const { return {options.stream_buffer, options.keep_alive_interval, dropped_log}; }
 
     // ------------------------------------------------------------ HTTP methods
 
@@ -1224,7 +547,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     // GET and DELETE have no body: their era is the MCP-Protocol-Version header's. A modern one
     // gets 405 (2026-07-28 has neither); a legacy one needs a live session of the caller.
-    std::variant<std::shared_ptr<session>, http_response> bodiless_session(http_request const& req, std::string const& principal) {
+    std::variant<std::shared_ptr<http_session>, http_response> bodiless_session(http_request const& req, std::string const& principal) {
         unsigned v = req.version();
         auto h = headers_of(req);
         if (auto pv = h.get(mcp::header::protocol_version)) {
@@ -1256,17 +579,13 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         unsigned v = req.version();
         auto found = bodiless_session(req, principal);
         if (auto* refused = std::get_if<http_response>(&found)) co_return std::move(*refused);
-        auto s = std::get<std::shared_ptr<session>>(std::move(found));
+        auto s = std::get<std::shared_ptr<http_session>>(std::move(found));
 
         auto ls = std::make_shared<listen_stream>();
-        {
-            std::lock_guard lock(mutex);
-            if (s->get_stream && !s->get_stream->ended)
-                co_return rpc_error(409, std::nullopt, mcp::rpc_code::invalid_request,
-                                    "Conflict: this session already has a notification stream open", v);
-            s->get_stream = ls;
-        }
-        std::weak_ptr<session> ws = s;
+        if (!sessions.open_stream(*s, ls))
+            co_return rpc_error(409, std::nullopt, mcp::rpc_code::invalid_request,
+                                "Conflict: this session already has a notification stream open", v);
+        std::weak_ptr<http_session> ws = s;
         auto priming = sse_event("", std::to_string(s->next_event++), static_cast<std::uint64_t>(options.sse_retry.count()));
         std::function<std::optional<std::string>(mcp::notification const&)> format =
             [ws](mcp::notification const& n) -> std::optional<std::string> {
@@ -1276,31 +595,20 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         };
         auto self = shared_from_this();
         std::function<void()> on_close = [self, ws, ls] {
-            if (auto sp = ws.lock()) {
-                std::lock_guard lock(self->mutex);
-                if (sp->get_stream == ls) sp->get_stream.reset();
-                sp->last_seen = self->now();
-            }
+            if (auto sp = ws.lock()) self->sessions.close_stream(*sp, ls);
         };
-        co_return co_await open_listen_stream(v, principal, ls, std::move(priming), std::move(format), std::move(on_close), s->id);
+        co_return co_await async_open_listen_stream(backend, stream_options(), v, principal, ls, std::move(priming), std::move(format), std::move(on_close), s->id);
     }
 
     http_response handle_delete(http_request& req, std::string const& principal) {
         auto found = bodiless_session(req, principal);
         if (auto* refused = std::get_if<http_response>(&found)) return std::move(*refused);
-        auto s = std::get<std::shared_ptr<session>>(std::move(found));
-        bool dropped = false;
-        {
-            std::lock_guard lock(mutex);
-            if (auto it = sessions.find(s->id); it != sessions.end() && it->second == s) {
-                drop_session_locked(it);
-                dropped = true;
-            }
-        }
+        auto s = std::get<std::shared_ptr<http_session>>(std::move(found));
+        bool dropped = sessions.remove(s);
         // Otherwise it has just ended another way (idle, shutdown), and was finished there.
         // A request still running on it is answered, so its client does not wait for a reply that
         // can no longer come.
-        if (dropped) finish_session(s, "deleted by the client", exchange::stage::deleted);
+        if (dropped) finish_session(s, "deleted by the client", http_exchange::stage::deleted);
         http_response res{http::status::no_content, req.version()};
         return res;
     }
@@ -1338,7 +646,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         if (auto* r = std::get_if<mcp::request>(&msg); r && r->method == mcp::method::initialize)
             co_return initialize(v, *r, principal, version);
 
-        std::shared_ptr<session> s;
+        std::shared_ptr<http_session> s;
         if (auto sid = h.get(mcp::header::session_id)) s = find_session(*sid, principal, true);
         if (!s)
             co_return rpc_error(404, mcp::id_of(msg), mcp::rpc_code::invalid_request,
@@ -1346,74 +654,51 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
         if (auto* r = std::get_if<mcp::request>(&msg)) {
             if (r->method == mcp::method::ping) co_return rpc_json(200, mcp::serialize(mcp::response{r->id, {}}), v);
-            json::object caps;
-            {
-                std::lock_guard lock(mutex);
-                caps = s->client_capabilities;
-            }
-            request_setup setup{principal, mcp::era::legacy, version, std::move(caps), s};
+            request_setup setup{principal, mcp::era::legacy, version, s->client_capabilities, s};
             co_return co_await serve_request(v, std::move(*r), std::move(setup));
         }
         if (auto* n = std::get_if<mcp::notification>(&msg)) {
             if (n->method == mcp::method::cancelled) {
                 cancel_by_notification(s, *n);
             } else if (n->method != mcp::method::initialized) {
-                auto ctx = detached_context(principal, s->id, mcp::era::legacy, version, s->client_capabilities);
+                auto ctx = mcp::exchange::notification_context(principal, s->id, mcp::era::legacy, version, s->client_capabilities);
                 co_await backend->async_notification(std::move(*n), ctx);
             }
             co_return accepted(v);
         }
-        route_answer(s, msg);
+        engine->route_answer(*s->asks, msg);
         co_return accepted(v);
     }
 
-    void cancel_by_notification(std::shared_ptr<session> const& s, mcp::notification const& n) {
+    void cancel_by_notification(std::shared_ptr<http_session> const& s, mcp::notification const& n) {
         auto p = mcp::parse_cancelled_params(n.params ? json::value(*n.params) : json::value(json::object{}));
         if (!p || !p->id) return;
-        std::shared_ptr<exchange> ex;
-        {
-            std::lock_guard lock(mutex);
-            if (auto it = s->in_flight.find(mcp::to_string(*p->id)); it != s->in_flight.end()) ex = it->second.lock();
-        }
+        auto ex = sessions.request(*s, mcp::to_string(*p->id));
         if (!ex) return;  // already finished: the spec tells us to ignore it
         spdlog::info("mcp: the client cancelled {} {}", ex->method, ex->key);
-        cancel(ex);
+        engine->cancel(ex);
     }
 
     http_response initialize(unsigned v, mcp::request const& r, std::string const& principal, std::string const& version) {
         auto params = mcp::parse_initialize_params(r.params ? json::value(*r.params) : json::value(json::object{}));
         if (!params)
             return rpc_error(200, r.id, mcp::rpc_code::invalid_params, "Invalid params: " + params.error().message, v);
-        auto s = std::make_shared<session>();
+        auto s = std::make_shared<http_session>();
         s->principal = principal;
         s->protocol_version = version;
         s->client_capabilities = params->capabilities;
-        s->last_seen = now();
-        std::vector<std::shared_ptr<session>> idle;
+        auto admitted = sessions.admit(s);
         std::optional<http_response> refused;
-        {
-            std::lock_guard lock(mutex);
-            // The sweep runs at most once a second; a principal at its share gets back a slot one
-            // of its own sessions idled out of meanwhile rather than a 429 it cannot explain.
-            if (held_by_locked(principal) >= options.max_sessions_per_principal)
-                idle = reap_of_locked(principal, s->last_seen);
-            if (auto holding = held_by_locked(principal); holding >= options.max_sessions_per_principal) {
-                refused = session_limit_reached(v, r.id, principal, holding);
-                refused->set(http::field::retry_after, std::to_string(seconds_until_a_slot_frees_locked(principal, s->last_seen)));
-            } else if (sessions.size() >= options.max_sessions) {
-                spdlog::warn("mcp: refused initialize from '{}': {} sessions are open", principal, sessions.size());
-                refused = rpc_error(503, r.id, mcp::rpc_code::internal_error, "Too many sessions; retry later", v);
-                // Any client's DELETE or the once-a-second sweep may free a slot, so a second is the
-                // shortest wait worth asking for. Finding the table's next expiry would cost a scan of
-                // every session on each refusal, just when refusals come in numbers.
-                refused->set(http::field::retry_after, "1");
+        if (auto const& why = admitted.refused) {
+            if (why->why == mcp::session_table::refusal::kind::principal_share) {
+                refused = session_limit_reached(v, r.id, principal, why->holding);
             } else {
-                do s->id = mcp_rules::new_session_id(options.random);
-                while (sessions.contains(s->id));
-                add_session_locked(s);
+                spdlog::warn("mcp: refused initialize from '{}': {} sessions are open", principal, admitted.open);
+                refused = rpc_error(503, r.id, mcp::rpc_code::internal_error, "Too many sessions; retry later", v);
             }
+            refused->set(http::field::retry_after, std::to_string(why->retry_after));
         }
-        for (auto& ended : idle) finish_session(ended, "idle");
+        for (auto& ended : admitted.expired) finish_session(ended, "idle");
         if (refused) return std::move(*refused);
         mcp::initialize_result result{version, backend->server_capabilities(principal), backend->server_info(),
                                       backend->instructions(principal), std::nullopt};
@@ -1448,7 +733,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             // nothing we can find, so it is accepted and ignored.
             if (n->method != mcp::method::cancelled) {
                 auto meta = mcp::parse_request_meta(n->params);
-                auto ctx = detached_context(principal, "", mcp::era::modern, meta ? meta->protocol_version : std::string(mcp::version::modern),
+                auto ctx = mcp::exchange::notification_context(principal, "", mcp::era::modern, meta ? meta->protocol_version : std::string(mcp::version::modern),
                                             meta ? meta->client_capabilities : json::object{});
                 co_await backend->async_notification(std::move(*n), ctx);
             }
@@ -1465,7 +750,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             co_return rpc_json(200, mcp::serialize(mcp::response{r.id, mcp_rules::discover_result(*backend, principal)}), v);
         if (r.method == "subscriptions/listen") co_return co_await listen(v, r, principal);
 
-        auto attempt = mrtr_rounds::read_attempt(r);
+        auto attempt = mcp::mrtr_rounds::read_attempt(r);
         if (!attempt)
             co_return rpc_error(mcp::http_status_for(mcp::era::modern, mcp::rpc_code::invalid_params), r.id,
                                 mcp::rpc_code::invalid_params, "Invalid params: " + attempt.error().message, v);
@@ -1504,7 +789,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             std::lock_guard lock(self->mutex);
             self->subscriptions.erase(ls);
         };
-        co_return co_await open_listen_stream(v, principal, ls, std::move(ack), std::move(format), std::move(on_close));
+        co_return co_await async_open_listen_stream(backend, stream_options(), v, principal, ls, std::move(ack), std::move(format), std::move(on_close));
     }
 
     void close_streams() {
@@ -1513,9 +798,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             std::lock_guard lock(mutex);
             streams.assign(subscriptions.begin(), subscriptions.end());
             subscriptions.clear();
-            for (auto& [id, s] : sessions)
-                if (s->get_stream) streams.push_back(std::move(s->get_stream));
         }
+        for (auto& ls : sessions.take_streams()) streams.push_back(std::move(ls));
         for (auto& ls : streams) {
             if (ls->subscription)
                 end_listen_stream(ls, sse_event(mcp::serialize(mcp::response{*ls->subscription, mcp_rules::subscription_completed(*ls->subscription)})));
@@ -1526,21 +810,9 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
 
     void shutdown() {
         close_streams();
-        std::vector<std::shared_ptr<session>> all;
-        {
-            std::lock_guard lock(mutex);
-            for (auto& [id, s] : sessions) all.push_back(s);
-            sessions.clear();
-            held.clear();
-        }
-        std::vector<std::shared_ptr<exchange>> parked;
-        {
-            std::lock_guard lock(mutex);
-            for (auto& [id, ex] : pending_inputs) parked.push_back(ex);
-            pending_inputs.clear();
-        }
-        for (auto& ex : parked) cancel(ex);
-        for (auto& s : all) finish_session(s, "server shutting down", exchange::stage::cut_off);
+        auto all = sessions.take_all();
+        engine->end_parked();
+        for (auto& s : all) finish_session(s, "server shutting down", http_exchange::stage::cut_off);
     }
 };
 
@@ -1560,7 +832,6 @@ void mcp_endpoint::close_streams() { impl_->close_streams(); }
 void mcp_endpoint::shutdown() { impl_->shutdown(); }
 
 std::size_t mcp_endpoint::session_count() const {
-    std::lock_guard lock(impl_->mutex);
     return impl_->sessions.size();
 }
 

@@ -1,13 +1,13 @@
-#include "service/mcp/mrtr_rounds.hpp"
+#include "mcp/server/mrtr_rounds.hpp"
 
 #include "core/sha256.hpp"
-#include "service/mcp/streamable_http_endpoint.hpp"
+#include "mcp/server/rules.hpp"
 
 #include <openssl/rand.h>
 
 #include <stdexcept>
 
-namespace airlock::service::mrtr_rounds {
+namespace airlock::mcp::mrtr_rounds {
 
 namespace json = boost::json;
 
@@ -34,7 +34,7 @@ filed file_question(input_state& in, std::string const& method, json::object par
                     limits const& l) {
     filed out;
     auto hint = mcp::mrtr::take_key_hint(params);
-    auto cap = mcp_rules::client_capability_for(method);
+    auto cap = rules::client_capability_for(method);
     if (hint && !in.open.contains(*hint)) {
         out.key = *hint;
     } else {
@@ -157,4 +157,4 @@ bool lapse(input_state& in, std::uint64_t round) {
     return true;
 }
 
-}  // namespace airlock::service::mrtr_rounds
+}  // namespace airlock::mcp::mrtr_rounds

@@ -5,8 +5,7 @@
 // answers reach the questions. mcp/mrtr.* holds the protocol's rules; this holds the state. The
 // request itself stays running (parked) between rounds: a retry continues it, it does not start over.
 //
-// Nothing here locks: the Streamable HTTP endpoint calls it under its mutex, the stdio endpoint on
-// its strand.
+// Nothing here locks: mcp::exchange (mcp/server/exchange.hpp) calls it under its mutex.
 
 #include "mcp/protocol/jsonrpc.hpp"
 #include "mcp/protocol/mrtr.hpp"
@@ -28,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-namespace airlock::service::mrtr_rounds {
+namespace airlock::mcp::mrtr_rounds {
 
 // Where a question's answer goes: the question's coroutine waits on it.
 using answer_channel =
@@ -131,4 +130,4 @@ void hand_over(resumed& r);
 // parked in that round, so the caller forgets and cancels it.
 bool lapse(input_state& in, std::uint64_t round);
 
-}  // namespace airlock::service::mrtr_rounds
+}  // namespace airlock::mcp::mrtr_rounds
