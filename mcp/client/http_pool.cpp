@@ -4,6 +4,7 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/read.hpp>
@@ -58,18 +59,13 @@ asio::awaitable<std::tuple<beast::error_code, std::size_t>> write_request(connec
                                                                           http::request<http::string_body>& req,
                                                                           time_point deadline) {
     c.lowest().expires_at(deadline);
-    if (c.tls) co_return co_await http::async_write(*c.tls, req, as_tuple(use_awaitable));
-    co_return co_await http::async_write(*c.tcp, req, as_tuple(use_awaitable));
+    co_return co_await http::async_write(*c.stream, req, as_tuple(use_awaitable));
 }
 
 asio::awaitable<beast::error_code> read_header(exchange& ex, time_point deadline) {
     auto& c = *ex.conn;
     c.lowest().expires_at(deadline);
-    if (c.tls) {
-        auto [ec, n] = co_await http::async_read_header(*c.tls, c.buffer, *ex.parser, as_tuple(use_awaitable));
-        co_return ec;
-    }
-    auto [ec, n] = co_await http::async_read_header(*c.tcp, c.buffer, *ex.parser, as_tuple(use_awaitable));
+    auto [ec, n] = co_await http::async_read_header(*c.stream, c.buffer, *ex.parser, as_tuple(use_awaitable));
     co_return ec;
 }
 
@@ -79,7 +75,7 @@ asio::awaitable<beast::error_code> read_header(exchange& ex, time_point deadline
 
 namespace http_wire {
 
-beast::tcp_stream& connection::lowest() { return tls ? beast::get_lowest_layer(*tls) : *tcp; }
+beast::tcp_stream& connection::lowest() { return stream->next_layer(); }
 
 void connection::close() {
     beast::error_code ignored;
@@ -104,14 +100,7 @@ asio::awaitable<std::tuple<beast::error_code, std::size_t>> read_body_some(excha
     body.data = buf;
     body.size = size;
     c.lowest().expires_at(deadline);
-    beast::error_code ec;
-    if (c.tls) {
-        auto [e, n] = co_await http::async_read_some(*c.tls, c.buffer, *ex.parser, as_tuple(use_awaitable));
-        ec = e;
-    } else {
-        auto [e, n] = co_await http::async_read_some(*c.tcp, c.buffer, *ex.parser, as_tuple(use_awaitable));
-        ec = e;
-    }
+    auto [ec, n] = co_await http::async_read_some(*c.stream, c.buffer, *ex.parser, as_tuple(use_awaitable));
     // need_buffer only says our buffer is full; the caller reads again.
     if (ec == http::error::need_buffer) ec = {};
     co_return std::tuple{ec, size - body.size};
@@ -225,21 +214,23 @@ asio::awaitable<transport_result<std::unique_ptr<connection>>> http_pool::async_
     stream.socket().set_option(tcp::no_delay(true), cec);
 
     if (!tls_ctx_) {
-        c->tcp.emplace(std::move(stream));
+        c->stream = std::make_unique<any_stream_of<beast::tcp_stream>>(std::move(stream));
         co_return c;
     }
-    c->tls.emplace(std::move(stream), *tls_ctx_);
-    auto* handle = c->tls->native_handle();
+    auto secured = std::make_unique<any_stream_of<beast::ssl_stream<beast::tcp_stream>>>(std::move(stream), *tls_ctx_);
+    auto& tls = secured->get();
+    auto* handle = tls.native_handle();
     boost::system::error_code not_ip;
     asio::ip::make_address(e.host, not_ip);
     // SNI carries host names only (RFC 6066); an IP literal is verified against the
     // certificate's IP entries instead.
     if (not_ip && !SSL_set_tlsext_host_name(handle, e.host.c_str()))
         co_return fail(kind::not_sent, "cannot set the TLS server name for " + e.host);
-    if (opts_.verify_peer) c->tls->set_verify_callback(ssl::host_name_verification(e.host));
-    c->lowest().expires_at(connect_deadline);
-    auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, as_tuple(use_awaitable));
+    if (opts_.verify_peer) tls.set_verify_callback(ssl::host_name_verification(e.host));
+    beast::get_lowest_layer(tls).expires_at(connect_deadline);
+    auto [hec] = co_await tls.async_handshake(ssl::stream_base::client, as_tuple(use_awaitable));
     if (hec) co_return fail(kind::not_sent, "TLS handshake with " + where() + " failed: " + describe(hec));
+    c->stream = std::move(secured);
     co_return c;
 }
 

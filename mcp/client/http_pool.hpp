@@ -8,6 +8,7 @@
 // the pool was built with.
 
 #include "mcp/protocol/era.hpp"
+#include "mcp/client/any_stream.hpp"
 #include "mcp/client/http_transport.hpp"
 #include "mcp/client/transport.hpp"
 
@@ -19,7 +20,6 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -51,8 +51,9 @@ namespace http_wire {
 
 // One HTTP/1.1 connection, plain or TLS. Owned by one exchange at a time, or idle in the pool.
 struct connection {
-    std::optional<boost::beast::tcp_stream> tcp;
-    std::optional<boost::beast::ssl_stream<boost::beast::tcp_stream>> tls;
+    // TLS over the TCP stream, or the TCP stream itself: one type, so every read and write of the
+    // pool and its callers is compiled once (any_stream.hpp).
+    std::unique_ptr<any_stream<boost::beast::tcp_stream>> stream;
     boost::beast::flat_buffer buffer;
     bool reused = false;
 

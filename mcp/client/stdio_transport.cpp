@@ -1,6 +1,8 @@
 #include "mcp/client/stdio_transport.hpp"
 
 #include "core/secrets.hpp"
+#include "mcp/client/stdio_child.hpp"
+#include "mcp/protocol/line_class.hpp"
 #include "mcp/protocol/line_framer.hpp"
 #include "mcp/protocol/log_throttle.hpp"
 #include "mcp/client/on_strand.hpp"
@@ -13,23 +15,15 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/json/parse.hpp>
 
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -77,37 +71,6 @@ std::string excerpt(std::string_view text, std::size_t cap = 200) {
     return head + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
-std::string describe_wait_status(bool known, int status) {
-    if (!known) return "exited (status unknown: reaped elsewhere)";
-    if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
-    if (WIFSIGNALED(status)) {
-        char const* abbrev = sigabbrev_np(WTERMSIG(status));
-        return "was killed by signal " + std::to_string(WTERMSIG(status)) +
-               (abbrev ? std::string(" (SIG") + abbrev + ")" : std::string());
-    }
-    return "ended with wait status " + std::to_string(status);
-}
-
-// The executable argv[0] names: as given when it contains '/', else the first executable regular
-// file along `path_var`. Resolving here (not with posix_spawnp) searches the PATH the child gets
-// and turns "not found" into a clear error instead of a failed exec.
-std::optional<std::string> resolve_executable(std::string const& argv0, std::string const& path_var) {
-    auto runnable = [](std::string const& p) {
-        struct stat st {};
-        return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-    };
-    if (argv0.find('/') != std::string::npos) return runnable(argv0) ? std::optional(argv0) : std::nullopt;
-    std::size_t start = 0;
-    for (;;) {
-        auto end = path_var.find(':', start);
-        auto dir = path_var.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        auto candidate = (dir.empty() ? std::string(".") : dir) + "/" + argv0;
-        if (runnable(candidate)) return candidate;
-        if (end == std::string::npos) return std::nullopt;
-        start = end + 1;
-    }
-}
-
 // Writing to a child that has exited raises SIGPIPE, whose default action would end airlock.
 // Asio guards sockets with MSG_NOSIGNAL but not pipes, so the signal is ignored process-wide —
 // only if nobody chose a disposition for it already.
@@ -128,116 +91,6 @@ json::object const* meta_of(std::optional<json::object> const& params) {
 }
 
 }  // namespace
-
-namespace detail {
-
-struct stdio_pending;
-
-struct stdio_outgoing {
-    std::string line;                       // one message, newline included (what is left of it)
-    std::shared_ptr<stdio_pending> owner;   // who waits for this write; null for fire-and-forget
-    bool begun = false;                     // its first bytes are already in the pipe
-};
-
-// One child process, from spawn to reaping. The descriptors and flags are used on the strand only;
-// `pid_mutex` guards the pid against the destructor, which kills synchronously from any thread.
-struct stdio_child {
-    explicit stdio_child(strand_type const& s)
-        : in(s), out(s), err(s), pidfd(s), writer_wake(s), drain_timer(s) {}
-
-    // Sends `sig` to the child's process group while the leader is unreaped: until then its pid
-    // cannot name another process, afterwards it could.
-    void signal(int sig) {
-        std::lock_guard lock(pid_mutex);
-        if (!reaped) ::kill(-pid, sig);
-    }
-
-    // Reaps the child if it has exited. Whatever it left in its process group dies with it.
-    bool try_reap() {
-        std::lock_guard lock(pid_mutex);
-        if (reaped) return true;
-        siginfo_t info{};
-        if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
-            if (errno == ECHILD) reaped = true;  // someone else reaped it (SIGCHLD ignored, or a stray waitpid(-1))
-            return reaped;
-        }
-        if (info.si_pid == 0) return false;
-        ::kill(-pid, SIGKILL);
-        reap_locked();
-        return true;
-    }
-
-    // For the destructor: the child is gone when this returns, whatever state it was in.
-    void kill_and_reap() {
-        std::lock_guard lock(pid_mutex);
-        if (reaped) return;
-        ::kill(-pid, SIGKILL);
-        reap_locked();
-    }
-
-    void reap_locked() {
-        int status = 0;
-        pid_t r;
-        do {
-            r = ::waitpid(pid, &status, 0);
-        } while (r < 0 && errno == EINTR);
-        reaped = true;
-        status_known = r == pid;
-        wait_status = status;
-    }
-
-    std::string how_it_ended() {
-        std::lock_guard lock(pid_mutex);
-        return describe_wait_status(status_known, wait_status);
-    }
-
-    pid_t pid = -1;
-    clock_type::time_point started;
-    asio::posix::stream_descriptor in, out, err, pidfd;
-    bool have_pidfd = false;
-
-    std::mutex pid_mutex;
-    bool reaped = false;
-    bool status_known = false;
-    int wait_status = 0;
-
-    // strand only
-    bool exit_seen = false;      // reaped, as far as the strand knows
-    bool lost = false;           // its pending requests have been failed; it serves no more
-    bool stopping = false;       // the shutdown sequence runs for it
-    bool stdin_closed = false;
-    bool writing = false;        // the writer has a message in flight
-    bool stdout_open = true;
-    std::deque<stdio_outgoing> queue;
-    asio::steady_timer writer_wake;
-    asio::steady_timer drain_timer;
-    std::vector<std::shared_ptr<asio::steady_timer>> exit_waiters;
-};
-
-struct stdio_pending {
-    enum class phase { queued, writing, written };
-
-    explicit stdio_pending(strand_type const& s) : timer(s) {}
-
-    void finish() {
-        done = true;
-        timer.cancel();
-    }
-
-    bool is_request = false;
-    request_id id;
-    std::shared_ptr<stdio_child> child;
-    phase at = phase::queued;
-    std::optional<request_id> progress;
-    bool wants_log = false;
-    std::function<void(notification const&)> on_notification;
-    asio::steady_timer timer;  // expires at the deadline; cancelled when the outcome is known
-    bool done = false;
-    std::optional<message> reply;
-    std::optional<transport_error> error;
-};
-
-}  // namespace detail
 
 using detail::stdio_child;
 using detail::stdio_outgoing;
@@ -294,116 +147,27 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     // ---- starting ----------------------------------------------------------------------------
 
     transport_result<std::shared_ptr<stdio_child>> start_child() {
-        auto const& argv = opts.argv;
-        if (argv.empty() || argv.front().empty())
-            return fail(transport_error::kind::not_sent, "upstream " + name() + ": no command is configured (argv is empty)");
-
-        std::string path_var;
-        if (auto it = opts.env.find("PATH"); it != opts.env.end()) {
-            path_var = it->second;
-        } else if (char const* own = std::getenv("PATH")) {
-            path_var = own;
-        } else {
-            path_var = "/usr/local/bin:/usr/bin:/bin";
-        }
-        auto exe = resolve_executable(argv.front(), path_var);
-        if (!exe)
-            return fail(transport_error::kind::not_sent,
-                        "upstream " + name() + ": '" + argv.front() + "' is not an executable file" +
-                            (argv.front().find('/') == std::string::npos ? " in PATH" : ""));
-
-        // The child's whole environment: what is configured for this server and PATH, nothing of
-        // airlock's own (its keys and tokens must never reach a tool server).
-        std::vector<std::string> env_strings;
-        for (auto const& [k, v] : opts.env) {
-            if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
-                return fail(transport_error::kind::not_sent,
-                            "upstream " + name() + ": env: '" + k + "' is not a valid variable name");
-            if (k != "PATH") env_strings.push_back(k + "=" + v);
-        }
-        env_strings.push_back("PATH=" + path_var);
-        std::vector<char*> envp;
-        for (auto& e : env_strings) envp.push_back(e.data());
-        envp.push_back(nullptr);
-        std::vector<std::string> arg_strings(argv);
-        std::vector<char*> args;
-        for (auto& a : arg_strings) args.push_back(a.data());
-        args.push_back(nullptr);
-
-        int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-        auto close_all = [&] {
-            for (int* p : {in_pipe, out_pipe, err_pipe})
-                for (int i = 0; i < 2; ++i)
-                    if (p[i] >= 0) ::close(p[i]), p[i] = -1;
-        };
-        if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
-            int e = errno;
-            close_all();
-            return fail(transport_error::kind::not_sent, "upstream " + name() + ": pipe: " + std::strerror(e));
-        }
-
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
-        posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-        posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-        // Asio does not open sockets close-on-exec; without this the child would inherit airlock's
-        // listening sockets and database files.
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-        if (opts.cwd) posix_spawn_file_actions_addchdir_np(&fa, opts.cwd->c_str());
-
-        posix_spawnattr_t attr;
-        posix_spawnattr_init(&attr);
-        // Its own process group, so shutdown signals reach what the server started (a shell
-        // wrapper's node, npx's child) and a terminal's Ctrl-C reaches airlock alone, which then
-        // stops its children in the spec's order.
-        posix_spawnattr_setpgroup(&attr, 0);
-        sigset_t none, all;
-        sigemptyset(&none);
-        sigfillset(&all);
-        sigdelset(&all, SIGKILL);  // their dispositions cannot be changed; asking would only be noise
-        sigdelset(&all, SIGSTOP);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setsigdefault(&attr, &all);  // undo airlock's SIGPIPE ignore and friends
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-
-        pid_t pid = -1;
-        int rc = ::posix_spawn(&pid, exe->c_str(), &fa, &attr, args.data(), envp.data());
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-        ::close(in_pipe[0]), in_pipe[0] = -1;
-        ::close(out_pipe[1]), out_pipe[1] = -1;
-        ::close(err_pipe[1]), err_pipe[1] = -1;
-        if (rc != 0) {
-            close_all();
-            return fail(transport_error::kind::not_sent,
-                        "upstream " + name() + ": cannot start " + argv.front() + ": " + std::strerror(rc));
-        }
-
-        auto c = std::make_shared<stdio_child>(strand);
-        c->pid = pid;
+        auto started = spawn_child(child_spec{opts.argv, opts.env, opts.cwd});
+        if (!started) return fail(transport_error::kind::not_sent, "upstream " + name() + ": " + started.error().message);
+        auto const& pipes = started->pipes;
+        auto c = std::make_shared<stdio_child>(strand, std::move(started->process));
         c->started = clock_type::now();
-        c->in.assign(in_pipe[1]);
-        c->out.assign(out_pipe[0]);
-        c->err.assign(err_pipe[0]);
-        in_pipe[1] = out_pipe[0] = err_pipe[0] = -1;
+        c->in.assign(pipes.in);
+        c->out.assign(pipes.out);
+        c->err.assign(pipes.err);
         error_code ignored;
         c->in.non_blocking(true, ignored);
         c->out.non_blocking(true, ignored);
         c->err.non_blocking(true, ignored);
-        // A pidfd turns "the child exited" into readiness the reactor waits on, with no SIGCHLD
-        // handler (process-wide, and airlock's signal set belongs to the service).
-        int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-        if (pidfd >= 0) {
-            ::fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-            c->pidfd.assign(pidfd);
+        if (pipes.pidfd >= 0) {
+            c->pidfd.assign(pipes.pidfd);
             c->have_pidfd = true;
         }
         {
             std::lock_guard lock(children_mutex);
             unreaped.push_back(c);
         }
-        spdlog::info("upstream {}: started {} (pid {})", name(), argv.front(), pid);
+        spdlog::info("upstream {}: started {} (pid {})", name(), opts.argv.front(), c->pid);
         return c;
     }
 
@@ -599,14 +363,16 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     }
 
     void handle_line(std::shared_ptr<stdio_child> const& c, std::string_view line) {
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
-        auto parsed = parse_message(line);
-        if (!parsed) {
-            fail_request_of_unreadable_reply(c, line, parsed.error());
-            return;
+        auto seen = classify_line(line);
+        switch (seen.what) {
+            case line_class::kind::blank: return;
+            case line_class::kind::message: return handle_message(c, std::move(*seen.msg));
+            case line_class::kind::unreadable_reply:
+            case line_class::kind::not_json_rpc: return skip_unreadable(c, seen);
         }
-        auto& m = *parsed;
+    }
+
+    void handle_message(std::shared_ptr<stdio_child> const& c, message m) {
         if (auto* n = std::get_if<notification>(&m)) {
             route_notification(c, *n);
         } else if (auto* r = std::get_if<request>(&m)) {
@@ -627,27 +393,22 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     }
 
     // A line that is not a valid JSON-RPC message is skipped. But if it is shaped like a reply to
-    // a request in flight (an id, no method), that request would otherwise wait for its deadline:
-    // it fails now, as a reply that could not be understood.
-    void fail_request_of_unreadable_reply(std::shared_ptr<stdio_child> const& c, std::string_view line,
-                                          rejected_message const& why) {
-        std::string reason = why.reply.error.message;
-        auto const& id = why.reply.id;
-        if (id) {
-            error_code ec;
-            auto v = json::parse(line, ec);
-            bool reply_shaped = !ec && v.is_object() && !v.get_object().contains("method");
-            if (auto p = reply_shaped ? awaiting_reply(c, *id) : nullptr) {
-                if (auto more = repeated_log.admit("unreadable reply"))
-                    spdlog::warn("upstream {}: the reply to request {} is not valid JSON-RPC ({}): {}{}", name(),
-                                 to_string(*id), reason, excerpt(line), *more);
-                pending.erase(*id);
-                p->error = fail(transport_error::kind::protocol,
-                                "upstream " + name() + ": the reply to request " + to_string(*id) +
-                                    " is not valid JSON-RPC: " + reason);
-                p->finish();
-                return;
-            }
+    // a request in flight, that request would otherwise wait for its deadline: it fails now, as a
+    // reply that could not be understood.
+    void skip_unreadable(std::shared_ptr<stdio_child> const& c, line_class const& seen) {
+        auto const& line = seen.text;
+        auto const& reason = seen.reason;
+        if (auto p = seen.what == line_class::kind::unreadable_reply ? awaiting_reply(c, *seen.id) : nullptr) {
+            auto const& id = *seen.id;
+            if (auto more = repeated_log.admit("unreadable reply"))
+                spdlog::warn("upstream {}: the reply to request {} is not valid JSON-RPC ({}): {}{}", name(),
+                             to_string(id), reason, excerpt(line), *more);
+            pending.erase(id);
+            p->error = fail(transport_error::kind::protocol,
+                            "upstream " + name() + ": the reply to request " + to_string(id) +
+                                " is not valid JSON-RPC: " + reason);
+            p->finish();
+            return;
         }
         if (auto more = repeated_log.admit("not JSON-RPC"))
             spdlog::warn("upstream {}: skipped a stdout line that is not a JSON-RPC message ({}): {}{}", name(), reason,
@@ -679,8 +440,9 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     // or the only call in flight when those bytes do not tell. None when the line is a request or a
     // notification, or when more than one call could own it.
     std::shared_ptr<stdio_pending> owner_of_oversized(std::shared_ptr<stdio_child> const& c, oversized_line const& skipped) {
-        if (skipped.head.has_method) return nullptr;
-        if (auto id = skipped.id()) return awaiting_reply(c, *id);
+        auto seen = classify_oversized(skipped);
+        if (seen.what == oversized_class::kind::not_a_reply) return nullptr;
+        if (seen.what == oversized_class::kind::reply_to) return awaiting_reply(c, *seen.id);
         std::shared_ptr<stdio_pending> only;
         for (auto const& [_, p] : pending) {
             if (p->child != c || p->done) continue;
