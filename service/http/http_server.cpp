@@ -1,8 +1,11 @@
 #include "service/http/http_server.hpp"
 
+#include "service/http/request_rules.hpp"
+#include "mcp/client/any_stream.hpp"
+#include "mcp/client/spawn_logged.hpp"
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
@@ -77,72 +80,6 @@ namespace {
 // Set by the server on each request it read; never taken from the client.
 constexpr std::string_view client_address_field = "Airlock-Client-Address";
 
-// Fields that hold one value. Sent twice, two parts of airlock (or a proxy and airlock) could each
-// read a different one: the credentials checked need not be those a later reader sees.
-std::optional<std::string_view> repeated_singleton_field(http_request const& req) {
-    static constexpr std::string_view singletons[] = {"Authorization", "Host", "Origin", "Content-Type",
-                                                      "Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method",
-                                                      "Mcp-Name", "Last-Event-ID", "Idempotency-Key"};
-    for (auto name : singletons)
-        if (req.count(name) > 1) return name;
-    return std::nullopt;
-}
-
-// The target of the request line at the start of `bytes`; empty when that line is not there whole.
-std::string_view request_line_target(std::string_view bytes) {
-    auto line = bytes.substr(0, bytes.find("\r\n"));
-    if (line.size() == bytes.size()) return {};
-    auto first = line.find(' ');
-    auto second = first == std::string_view::npos ? first : line.find(' ', first + 1);
-    if (second == std::string_view::npos) return {};
-    return line.substr(first + 1, second - first - 1);
-}
-
-// A request whose framing the server does not read as its sender meant, refused before its body is
-// read. Transfer-Encoding in HTTP/1.0 (which has none), beside Content-Length (two lengths that a
-// proxy and airlock could each take differently: how requests are smuggled), or without chunked
-// as its last coding, once (the body's end cannot be known): 400, as RFC 9112 asks. A coding
-// other than chunked before it (gzip, deflate, ...): 501, since none is decoded, and a body still
-// gzipped would otherwise be read as the JSON it encodes. nullopt for chunked alone, a length, or neither.
-struct framing_refusal {
-    http::status status;
-    std::string_view code;
-    std::string_view message;
-};
-
-std::optional<framing_refusal> refuse_framing(http_request const& req) {
-    std::vector<std::string_view> codings;
-    bool any = false;
-    for (auto const& f : req) {
-        if (f.name() != http::field::transfer_encoding) continue;
-        any = true;
-        std::string_view list(f.value().data(), f.value().size());
-        while (!list.empty()) {
-            auto comma = list.find(',');
-            auto coding = list.substr(0, comma);
-            list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-            while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
-            while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
-            if (!coding.empty()) codings.push_back(coding);
-        }
-    }
-    if (!any) return std::nullopt;
-    constexpr auto bad = http::status::bad_request;
-    if (req.version() < 11)
-        return framing_refusal{bad, "bad_transfer_encoding", "HTTP/1.0 has no Transfer-Encoding; send Content-Length"};
-    if (req.find(http::field::content_length) != req.end())
-        return framing_refusal{bad, "bad_transfer_encoding",
-                               "the request carries both Content-Length and Transfer-Encoding; send one of them"};
-    auto is_chunked = [](std::string_view c) { return beast::iequals(c, "chunked"); };
-    if (codings.empty() || !is_chunked(codings.back()) || std::count_if(codings.begin(), codings.end(), is_chunked) != 1)
-        return framing_refusal{bad, "bad_transfer_encoding", "Transfer-Encoding must end with chunked, named once"};
-    if (codings.size() > 1)
-        return framing_refusal{http::status::not_implemented, "unsupported_transfer_coding",
-                               "no transfer coding but chunked is read; send the body with Transfer-Encoding: chunked "
-                               "alone, or with Content-Length"};
-    return std::nullopt;
-}
-
 }  // namespace
 
 std::string_view client_address(http_request const& req) {
@@ -152,11 +89,13 @@ std::string_view client_address(http_request const& req) {
 
 namespace {
 
-// TCP and unix-socket connections share one stream type: a generic stream socket holds either, so
-// the session code (and Beast's templates) are instantiated once for plain and once for TLS.
+// TCP and unix-socket connections share one stream type: a generic stream socket holds either. Plain
+// and TLS streams are served through one type-erased stream over it (mcp/client/any_stream.hpp), so
+// the request loop and Beast's HTTP operations are compiled once, not once per kind of stream.
 using generic_protocol = asio::generic::stream_protocol;
 using plain_stream = beast::basic_stream<generic_protocol>;
 using tls_stream = beast::ssl_stream<plain_stream>;
+using stream_type = mcp::any_stream<plain_stream>;
 
 [[noreturn]] void fail(boost::system::error_code ec, std::string const& what) { throw boost::system::system_error(ec, what); }
 
@@ -497,39 +436,35 @@ struct http_server::state : std::enable_shared_from_this<state> {
             boost::system::error_code ignored;
             socket.set_option(tcp::no_delay(true), ignored);
         }
-        plain_stream plain(std::move(socket));
-        if (!tls) {
-            c->cancel_io = [&plain] {
-                boost::system::error_code ignored;
-                plain.socket().cancel(ignored);
-            };
-            co_await serve(plain, *c, refusal);
-            boost::system::error_code ignored;
-            plain.socket().shutdown(asio::socket_base::shutdown_send, ignored);
-            c->cancel_io = nullptr;
-            co_return;
-        }
-
-        tls_stream stream(std::move(plain), *tls);
-        auto& low = beast::get_lowest_layer(stream);
+        auto stream = open_stream(std::move(socket));
+        auto& low = stream->next_layer();
         c->cancel_io = [&low] {
             boost::system::error_code ignored;
             low.socket().cancel(ignored);
         };
-        low.expires_after(read_timeout_of(*c));
-        auto [hec] = co_await stream.async_handshake(ssl::stream_base::server, as_tuple(use_awaitable));
-        if (hec) {
-            spdlog::debug("TLS handshake failed: {}", hec.message());
-            c->cancel_io = nullptr;
-            co_return;
+        if (tls) {
+            low.expires_after(read_timeout_of(*c));
+            auto& secured = static_cast<mcp::any_stream_of<tls_stream>&>(*stream).get();
+            auto [hec] = co_await secured.async_handshake(ssl::stream_base::server, as_tuple(use_awaitable));
+            if (hec) {
+                spdlog::debug("TLS handshake failed: {}", hec.message());
+                c->cancel_io = nullptr;
+                co_return;
+            }
         }
-        bool clean = co_await serve(stream, *c, refusal);
-        if (clean) {
-            // close_notify tells the client the body was not truncated by an attacker.
-            low.expires_after(options.write_timeout);
-            co_await stream.async_shutdown(as_tuple(use_awaitable));
-        }
+        bool clean = co_await serve(*stream, *c, refusal);
+        // TLS: close_notify, when the exchange ended cleanly, tells the client the body was not
+        // truncated by an attacker. Plain: the sending side is shut down, cleanly or not.
+        if (tls && clean) low.expires_after(options.write_timeout);
+        if (clean || !tls) co_await stream->async_shutdown(as_tuple(use_awaitable));
         c->cancel_io = nullptr;
+    }
+
+    // The connection's stream: TLS over the socket when the server has a TLS context, else the socket's own.
+    std::unique_ptr<stream_type> open_stream(generic_protocol::socket socket) {
+        plain_stream plain(std::move(socket));
+        if (tls) return std::make_unique<mcp::any_stream_of<tls_stream>>(std::move(plain), *tls);
+        return std::make_unique<mcp::any_stream_of<plain_stream>>(std::move(plain));
     }
 
     // ---------------------------------------------------------------- one connection
@@ -546,8 +481,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
         return c.over_capacity ? std::min(options.read_timeout, std::chrono::milliseconds(2000)) : options.read_timeout;
     }
 
-    template <class Stream>
-    asio::awaitable<void> write_and_close(Stream& stream, http_response res) {
+    asio::awaitable<void> write_and_close(stream_type& stream, http_response res) {
         res.keep_alive(false);
         beast::get_lowest_layer(stream).expires_after(options.write_timeout);
         co_await http::async_write(stream, res, as_tuple(use_awaitable));
@@ -561,8 +495,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
     // after the last; watching goes on without reading (until the race ends it). With one request
     // at a time, the end of input looks the same as a client that closed its connection, and is
     // taken for that (which cancels a modern MCP request): nothing says the client still listens.
-    template <class Stream>
-    asio::awaitable<void> watch_peer(Stream& stream, beast::flat_buffer& buffer, connection& c) {
+    asio::awaitable<void> watch_peer(stream_type& stream, beast::flat_buffer& buffer, connection& c) {
         std::size_t const limit = options.header_limit + options.body_limit;
         while (!c.input_ended) {
             if (buffer.size() >= limit) co_return;
@@ -607,8 +540,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
         co_await c.stop_timer.async_wait(as_tuple(use_awaitable));
     }
 
-    template <class Stream>
-    asio::awaitable<bool> pump_body(Stream& stream, http_stream& st, bool chunked) {
+    asio::awaitable<bool> pump_body(stream_type& stream, http_stream& st, bool chunked) {
         auto& low = beast::get_lowest_layer(stream);
         for (;;) {
             auto [ec, chunk] = co_await st.body->async_receive(as_tuple(use_awaitable));
@@ -634,8 +566,7 @@ struct http_server::state : std::enable_shared_from_this<state> {
     }
 
     // Writes a streamed response; true when the connection may serve another request.
-    template <class Stream>
-    asio::awaitable<bool> serve_stream(Stream& stream, beast::flat_buffer& buffer, http_stream& st, unsigned version,
+    asio::awaitable<bool> serve_stream(stream_type& stream, beast::flat_buffer& buffer, http_stream& st, unsigned version,
                                        bool keep_alive, connection& c) {
         auto& low = beast::get_lowest_layer(stream);
         if (!st.body) {
@@ -667,22 +598,97 @@ struct http_server::state : std::enable_shared_from_this<state> {
         co_return completed && st.head.keep_alive() && !stopping;
     }
 
-    // The request loop of one connection; true when it ended cleanly (the TLS close_notify is worth sending).
-    template <class Stream>
-    asio::awaitable<bool> serve(Stream& stream, connection& c, std::optional<std::string> const& over_capacity) {
+    // A request read whole; or none, when the connection ends instead: `clean` after a refusal the
+    // server wrote or an input that ended between requests, not after an I/O failure.
+    struct next_request {
+        std::optional<http_request> req;
+        bool clean = true;
+    };
+
+    // Reads the connection's next request, refusing (and writing the refusal of) one whose framing,
+    // size or syntax the server does not take.
+    asio::awaitable<next_request> read_request(stream_type& stream, beast::flat_buffer& buffer, connection& c, bool first) {
         auto& low = beast::get_lowest_layer(stream);
-        auto refuse_over_capacity = [&](std::string const& why) {
-            auto refusal = json_error(http::status::service_unavailable, "over_capacity", why, 11, false);
-            refusal.set(http::field::retry_after, "1");
+        auto const read_timeout = read_timeout_of(c);
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
+        parser.body_limit(options.body_limit);
+        // Until the first byte of a request arrives the connection is idle: the idle deadline
+        // applies (the read deadline, to a new connection that has sent nothing yet), and it may
+        // be closed to make room for another (admit). A pipelined request is not waited for.
+        if (buffer.size() == 0) {
+            if (c.input_ended) co_return next_request{};
+            low.expires_after(first ? read_timeout : options.idle_timeout);
+            if (!c.over_capacity) {
+                c.idle_since = std::chrono::steady_clock::now().time_since_epoch().count();
+                c.idle = true;
+            }
+            auto [iec, in] = co_await stream.async_read_some(buffer.prepare(16 * 1024), as_tuple(use_awaitable));
+            c.idle = false;
+            if (iec) co_return next_request{std::nullopt, false};
+            buffer.commit(in);
+        }
+        low.expires_after(read_timeout);
+        auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, as_tuple(use_awaitable));
+        std::optional<framing_refusal> framing;
+        if (!hec) framing = refuse_framing(parser.get());
+        if (framing) {
+            auto const t = parser.get().target();
+            auto refusal = refusal_for({t.data(), t.size()}, framing->status, framing->code, std::string(framing->message));
             if (options.on_refused) options.on_refused(refusal.result_int());
-            return refusal;
-        };
+            co_await write_and_close(stream, std::move(refusal));
+            co_return next_request{};
+        }
+        if (!hec) {
+            low.expires_after(read_timeout);
+            auto [bec, bn] = co_await http::async_read(stream, buffer, parser, as_tuple(use_awaitable));
+            hec = bec;
+        }
+        if (!hec) co_return next_request{parser.release(), true};
+        if (hec == http::error::end_of_stream || hec == beast::error::timeout || hec == asio::error::connection_reset ||
+            hec == asio::error::operation_aborted || stopping)
+            co_return next_request{std::nullopt, false};
+        auto refusal = refusal_of_unread(hec, parser, buffer);
+        if (options.on_refused) options.on_refused(refusal.result_int());
+        co_await write_and_close(stream, std::move(refusal));
+        co_return next_request{};
+    }
+
+    // The refusal of a request the parser failed on: 431 and 413 over a limit, else 400.
+    http_response refusal_of_unread(boost::system::error_code ec, http::request_parser<http::string_body> const& parser,
+                                    beast::flat_buffer const& buffer) const {
+        // Over a limit, the route asked for may want its own error shape. The parser has the
+        // target once it has read the request line; headers too long to hold may have stopped it
+        // before that, and then the bytes read tell it.
+        auto const parsed = parser.get().target();
+        std::string_view target(parsed.data(), parsed.size());
+        if (target.empty()) {
+            auto const read = buffer.cdata();
+            target = request_line_target({static_cast<char const*>(read.data()), read.size()});
+        }
+        if (ec == http::error::header_limit)
+            return refusal_for(target, http::status::request_header_fields_too_large, "header_too_large",
+                               "request headers exceed " + std::to_string(options.header_limit) + " bytes");
+        if (ec == http::error::body_limit)
+            return refusal_for(target, http::status::payload_too_large, "body_too_large",
+                               "request body exceeds " + std::to_string(options.body_limit) + " bytes");
+        return json_error(http::status::bad_request, "bad_request", "malformed HTTP request: " + ec.message());
+    }
+
+    http_response refuse_over_capacity(std::string const& why) const {
+        auto refusal = json_error(http::status::service_unavailable, "over_capacity", why, 11, false);
+        refusal.set(http::field::retry_after, "1");
+        if (options.on_refused) options.on_refused(refusal.result_int());
+        return refusal;
+    }
+
+    // The request loop of one connection; true when it ended cleanly (the TLS close_notify is worth sending).
+    asio::awaitable<bool> serve(stream_type& stream, connection& c, std::optional<std::string> const& over_capacity) {
+        auto& low = beast::get_lowest_layer(stream);
         if (over_capacity) {
             co_await write_and_close(stream, refuse_over_capacity(*over_capacity));
             co_return true;
         }
-        auto const read_timeout = read_timeout_of(c);
-
         // Beast reads as much as the buffer's free capacity, and no less than 512 bytes: left to
         // itself, the buffer stays at 512 and a 4 MiB body takes 8,192 reads, each a syscall, a
         // timer update and a trip through the event loop.
@@ -692,72 +698,10 @@ struct http_server::state : std::enable_shared_from_this<state> {
         for (;;) {
             c.now = connection::phase::reading;
             if (stopping) co_return true;
-            http::request_parser<http::string_body> parser;
-            parser.header_limit(static_cast<std::uint32_t>(options.header_limit));
-            parser.body_limit(options.body_limit);
-            // Until the first byte of a request arrives the connection is idle: the idle deadline
-            // applies (the read deadline, to a new connection that has sent nothing yet), and it may
-            // be closed to make room for another (admit). A pipelined request is not waited for.
-            if (buffer.size() == 0) {
-                if (c.input_ended) co_return true;
-                low.expires_after(first ? read_timeout : options.idle_timeout);
-                if (!c.over_capacity) {
-                    c.idle_since = std::chrono::steady_clock::now().time_since_epoch().count();
-                    c.idle = true;
-                }
-                auto [iec, in] = co_await stream.async_read_some(buffer.prepare(16 * 1024), as_tuple(use_awaitable));
-                c.idle = false;
-                if (iec) co_return false;
-                buffer.commit(in);
-            }
-            low.expires_after(read_timeout);
-            auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, as_tuple(use_awaitable));
-            std::optional<framing_refusal> framing;
-            if (!hec) framing = refuse_framing(parser.get());
-            if (framing) {
-                auto const t = parser.get().target();
-                auto refusal = refusal_for({t.data(), t.size()}, framing->status, framing->code, std::string(framing->message));
-                if (options.on_refused) options.on_refused(refusal.result_int());
-                co_await write_and_close(stream, std::move(refusal));
-                co_return true;
-            }
-            if (!hec) {
-                low.expires_after(read_timeout);
-                auto [bec, bn] = co_await http::async_read(stream, buffer, parser, as_tuple(use_awaitable));
-                hec = bec;
-            }
-            if (hec) {
-                if (hec == http::error::end_of_stream || hec == beast::error::timeout ||
-                    hec == asio::error::connection_reset || hec == asio::error::operation_aborted || stopping)
-                    co_return false;
-                // Over a limit, the route asked for may want its own error shape. The parser has
-                // the target once it has read the request line; headers too long to hold may have
-                // stopped it before that, and then the bytes read tell it.
-                auto const parsed = parser.get().target();
-                std::string_view target(parsed.data(), parsed.size());
-                if (target.empty()) {
-                    auto const read = buffer.cdata();
-                    target = request_line_target({static_cast<char const*>(read.data()), read.size()});
-                }
-                auto over_limit = [&](http::status status, std::string_view code, std::string message) {
-                    return refusal_for(target, status, code, std::move(message));
-                };
-                http_response refusal;
-                if (hec == http::error::header_limit) {
-                    refusal = over_limit(http::status::request_header_fields_too_large, "header_too_large",
-                                         "request headers exceed " + std::to_string(options.header_limit) + " bytes");
-                } else if (hec == http::error::body_limit) {
-                    refusal = over_limit(http::status::payload_too_large, "body_too_large",
-                                         "request body exceeds " + std::to_string(options.body_limit) + " bytes");
-                } else {
-                    refusal = json_error(http::status::bad_request, "bad_request", "malformed HTTP request: " + hec.message());
-                }
-                if (options.on_refused) options.on_refused(refusal.result_int());
-                co_await write_and_close(stream, std::move(refusal));
-                co_return true;
-            }
+            auto next = co_await read_request(stream, buffer, c, first);
+            if (!next.req) co_return next.clean;
             first = false;
-            auto req = parser.release();
+            auto& req = *next.req;
             if (buffer.size() > 0) c.pipelined = true;
             if (auto twice = repeated_singleton_field(req)) {
                 auto refusal = json_error(http::status::bad_request, "repeated_header",
@@ -818,7 +762,7 @@ tcp::endpoint http_server::local_endpoint() const { return state_->local_tcp_end
 
 void http_server::start() {
     auto s = state_;
-    asio::co_spawn(s->acceptor.get_executor(), s->accept_loop(), asio::detached);
+    mcp::spawn_logged(s->acceptor.get_executor(), s->accept_loop(), "http accept loop");
 }
 
 void http_server::stop() {
