@@ -9,8 +9,9 @@
 // arguments digest) through the tool client, in-process tools included; the journal keeps the block
 // in the `effect_started` record.
 //
-// One driver does three jobs. It always starts from the run's journal and feeds the loop the
-// recorded outcomes first, checking that every action the loop takes now matches what was recorded:
+// One driver (runner_driver.cpp, performing core/recovery's decisions) does three jobs. It always
+// starts from the run's journal and feeds the loop the recorded outcomes first, checking that every
+// action the loop takes now matches what was recorded:
 // - live: past the end of the journal it performs the actions (a new run, a resumed one, a run
 //   continuing after an approval decision);
 // - resume after a crash: an effect with a start and no outcome is performed again, with the same
@@ -182,7 +183,6 @@ private:
     // Frees the slot, wakes the run's waiters and gives the room to the next queued resume.
     void release_slot(std::string const& run_id);
     void forget_waiter(std::string const& run_id, std::shared_ptr<waiter> const& w);
-    std::string nonce();
     std::uint64_t now_ms() const;
 
     runner_options options_;
