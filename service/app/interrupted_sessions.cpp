@@ -1,5 +1,7 @@
 #include "service/app/interrupted_sessions.hpp"
 
+#include "core/effect_records.hpp"
+
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
@@ -129,8 +131,11 @@ interrupted_seal plan_interrupted_seal(std::vector<core::record> const& records)
         auto key = str_of(r.body, "effect_key");
         switch (r.kind) {
             case core::record_kind::effect_started: {
-                auto const* m = r.body.if_contains("mutates");
-                open[key] = started{str_of(r.body, "tool"), m && m->is_bool() && m->get_bool()};
+                // The one schema of a call's records (core/effect_records) reads every shape written.
+                if (auto s = core::parse_effect_started(r.body))
+                    open[key] = started{s->tool.value_or(""), s->mutates.value_or(false)};
+                else
+                    open[key] = started{str_of(r.body, "tool"), false};
                 break;
             }
             case core::record_kind::effect_done:

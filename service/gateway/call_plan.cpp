@@ -1,6 +1,7 @@
 #include "service/gateway/call_plan.hpp"
 
 #include "core/canonical_json.hpp"
+#include "core/effect_records.hpp"
 #include "core/sha256.hpp"
 #include "core/tool_id.hpp"
 
@@ -110,10 +111,15 @@ core::new_record denial_record(call_refusal const& r) {
 
 core::new_record started_record(std::string const& effect_key, planned_call const& plan, json::value const& arguments,
                                 core::provenance const& prov, std::string const& request_id) {
-    json::object started{{"effect_key", effect_key},       {"target", "tool"},          {"tool", plan.entry->id.uri()},
-                         {"arguments", arguments},         {"mutates", plan.mutates},   {"attempt", 1},
-                         {"provenance", core::to_json(prov)}, {"request_id", request_id}};
-    return core::new_record{core::record_kind::effect_started, std::move(started)};
+    core::effect_started started;
+    started.effect_key = effect_key;
+    started.target = core::effect_target::tool;
+    started.tool = plan.entry->id.uri();
+    started.arguments = arguments;
+    started.mutates = plan.mutates;
+    started.provenance = core::to_json(prov);
+    started.request_id = request_id;
+    return core::new_record{core::record_kind::effect_started, core::to_json(started)};
 }
 
 finished_call finish_call(std::string const& effect_key, core::tool_id const& tool,
@@ -128,17 +134,14 @@ finished_call finish_call(std::string const& effect_key, core::tool_id const& to
         if (outcome->structured_content) out.result["structuredContent"] = *outcome->structured_content;
         if (outcome->is_error) out.result["isError"] = *outcome->is_error;
         if (auto meta = relayed_meta(outcome->meta)) out.result["_meta"] = std::move(*meta);
-        json::object done{{"effect_key", effect_key},
-                          {"output", journaled_output(out.result)},
-                          {"output_label", {{"trust", "untrusted"}, {"sources", json::array{tool.uri()}}}}};
-        out.record = {core::record_kind::effect_done, std::move(done)};
+        core::effect_done done;
+        done.effect_key = effect_key;
+        done.output = journaled_output(out.result);
+        done.output_label = json::object{{"trust", "untrusted"}, {"sources", json::array{tool.uri()}}};
+        out.record = {core::record_kind::effect_done, core::to_json(done)};
     } else {
         auto const& e = outcome.error();
-        json::object failed{{"effect_key", effect_key},
-                            {"error_kind", core::to_string(e.kind)},
-                            {"disposition", core::to_string(core::disposition_of(e.kind))},
-                            {"detail", e.detail}};
-        out.record = {core::record_kind::effect_failed, std::move(failed)};
+        out.record = {core::record_kind::effect_failed, core::to_json(core::failure_record(effect_key, e, std::nullopt))};
         out.result = refusal_result(failure_text(e));
     }
     // A result with isError is the tool reporting failure: ToolError's tool_failed, as the

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <vector>
 #include <sstream>
 #include <string>
 
@@ -18,16 +19,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Every string literal in the first argument of a make_error( call in the runner's sources:
+// Every string literal in the first argument of a make_error( call in the runner's sources (and the
+// recovery decision it performs, core/recovery.cpp, whose refusals it returns as they are):
 // make_error("stopping", ...) and make_error(empty ? "not_awaiting_approval" : "unknown_effect", ...).
 std::set<std::string> runner_codes() {
     std::set<std::string> out;
     std::regex const call(R"(make_error\(\s*([^,]*),)");
     std::regex const literal(R"re("([a-z_]+)")re");
+    std::vector<fs::path> sources{fs::path(AIRLOCK_SOURCE_DIR) / "core" / "recovery.cpp"};
     for (auto const& entry : fs::directory_iterator(fs::path(AIRLOCK_SOURCE_DIR) / "service" / "agents")) {
         auto name = entry.path().filename().string();
-        if (!name.starts_with("runner") || entry.path().extension() != ".cpp") continue;
-        std::ifstream in(entry.path());
+        if (name.starts_with("runner") && entry.path().extension() == ".cpp") sources.push_back(entry.path());
+    }
+    for (auto const& source : sources) {
+        std::ifstream in(source);
         std::stringstream text;
         text << in.rdbuf();
         auto const s = text.str();
