@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-namespace airlock::service {
+namespace airlock::core {
 
 std::string rfc3339(std::chrono::system_clock::time_point t) {
     auto secs = std::chrono::floor<std::chrono::seconds>(t);
@@ -75,4 +75,4 @@ std::optional<std::string> since_bound(std::string_view s) {
     return rfc3339(std::clamp(*t, earliest, latest));
 }
 
-}  // namespace airlock::service
+}  // namespace airlock::core

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace airlock::service {
+namespace airlock::core {
 
 // "2026-11-30T10:59:50Z"
 std::string rfc3339(std::chrono::system_clock::time_point t);
@@ -19,4 +19,4 @@ std::optional<std::chrono::sys_seconds> parse_rfc3339(std::string_view s);
 // (see core::run_filter); nullopt when `s` is not an RFC 3339 time.
 std::optional<std::string> since_bound(std::string_view s);
 
-}  // namespace airlock::service
+}  // namespace airlock::core

@@ -148,7 +148,7 @@ asio::awaitable<core::result<run_ticket>> runner::async_start(run_request reques
     auto slot = claim_slot(run_id, true, why);
     if (!slot) co_return why;
     auto now = options_.clock();
-    auto body = admitted_body(*chosen, request, rfc3339(now), now_ms());
+    auto body = admitted_body(*chosen, request, core::rfc3339(now), now_ms());
     auto admit = core::one_record(core::record_kind::run_admitted, std::move(body));
     auto appended = co_await options_.journal->async_append(run_id, std::move(admit));
     if (!appended) {

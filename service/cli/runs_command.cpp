@@ -67,7 +67,7 @@ std::optional<int> parse_runs_args(std::vector<std::string> const& args, runs_ar
         else if (a == "--since") {
             // The same reading as GET /v1/runs?since=: the journal compares one spelling of a time,
             // so any other is converted, and what is not a time at all is refused.
-            auto bound = since_bound(v);
+            auto bound = core::since_bound(v);
             if (!bound) {
                 std::cerr << "airlock runs: --since: '" << v
                           << "' is not an RFC 3339 time (e.g. 2026-11-30T10:00:00Z or 2026-11-30T11:00:00+01:00)\n";

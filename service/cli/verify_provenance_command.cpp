@@ -231,7 +231,7 @@ int run_verify_provenance(std::vector<std::string> const& args) {
 
     auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
     if (at) {
-        auto t = parse_rfc3339(*at);
+        auto t = core::parse_rfc3339(*at);
         if (!t) return input_error("--at must be an RFC 3339 time like 2026-11-30T08:00:00Z, got '" + *at + "'");
         now = *t;
     }

@@ -108,7 +108,7 @@ asio::awaitable<core::result<std::string>> session_runs::async_admitted_run(std:
     }
     admitted_body["mode"] = "gateway";
     if (!options_.instance.empty()) admitted_body["instance"] = options_.instance;
-    admitted_body["admitted_at"] = rfc3339(options_.clock());
+    admitted_body["admitted_at"] = core::rfc3339(options_.clock());
     auto admit = core::one_record(core::record_kind::run_admitted, std::move(admitted_body));
     auto r = co_await options_.journal->async_append(run, std::move(admit));
     bool ended_meanwhile = false, stopped_meanwhile = false;

@@ -43,7 +43,7 @@ asio::awaitable<std::variant<core::run_filter, http_response>> async_run_filter(
     }
     if (auto a = c.q.get("agent")) f.agent = *a;
     if (auto s = c.q.get("since")) {
-        auto bound = since_bound(*s);
+        auto bound = core::since_bound(*s);
         if (!bound)
             co_return problem(http::status::bad_request, errc::invalid_field, "since must be an RFC 3339 time",
                               {{"since", "e.g. 2026-11-30T10:00:00Z or 2026-11-30T11:00:00+01:00"}}, v);
