@@ -1,5 +1,6 @@
 #include "mcp/client/http_transport.hpp"
 
+#include "core/ascii.hpp"
 #include "mcp/protocol/era.hpp"
 #include "mcp/client/http_pool.hpp"
 #include "mcp/protocol/log_throttle.hpp"
@@ -48,13 +49,6 @@ constexpr std::size_t max_error_body_bytes = 64 * 1024;
 constexpr std::chrono::milliseconds default_resume_delay{250};
 constexpr std::chrono::milliseconds max_resume_delay{30'000};
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() &&
-           std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
-
 bool blank(std::string_view s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; });
 }
@@ -74,8 +68,8 @@ bool is_transport_header(std::string_view name) noexcept {
     static constexpr std::string_view reserved[] = {"host", "accept", "content-type", "content-length",
                                                     "transfer-encoding", "connection", "last-event-id"};
     for (auto r : reserved)
-        if (iequals(name, r)) return true;
-    return name.size() >= 4 && iequals(name.substr(0, 4), "mcp-");
+        if (core::iequals(name, r)) return true;
+    return name.size() >= 4 && core::iequals(name.substr(0, 4), "mcp-");
 }
 
 core::result<http_endpoint> parse_http_url(std::string_view text) {
@@ -84,7 +78,7 @@ core::result<http_endpoint> parse_http_url(std::string_view text) {
     auto const& u = *parsed;
     http_endpoint e;
     e.scheme = std::string(u.scheme());
-    for (auto& c : e.scheme) c = lower(c);
+    for (auto& c : e.scheme) c = core::ascii_lower(c);
     if (e.scheme != "http" && e.scheme != "https")
         return core::make_error("invalid_url", "url '" + std::string(text) + "': scheme must be http or https");
     if (u.has_userinfo())

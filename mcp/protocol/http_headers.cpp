@@ -1,5 +1,6 @@
 #include "mcp/protocol/http_headers.hpp"
 
+#include "core/ascii.hpp"
 #include "core/canonical_json.hpp"
 
 #include <boost/json/value.hpp>
@@ -16,18 +17,6 @@ namespace {
 
 constexpr std::string_view sentinel_prefix = "=?base64?";
 constexpr std::string_view sentinel_suffix = "?=";
-
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
-
-std::string lowercase(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = lower(c);
-    return out;
-}
 
 // RFC 9110 field-value characters as the MCP spec states them: VCHAR, SP and HTAB. obs-text
 // (0x80-0xFF) is left out on purpose: non-ASCII must travel base64-encoded.
@@ -119,7 +108,7 @@ struct param_walk {
         if (name.empty()) return fail(where, "is empty");
         if (!std::all_of(name.begin(), name.end(), tchar))
             return fail(where, "'" + name + "' is not an HTTP token (RFC 9110 tchar only)");
-        if (!seen_lower.insert(lowercase(name)).second)
+        if (!seen_lower.insert(core::ascii_lowercase(name)).second)
             return fail(where, "'" + name + "' is used twice (names are compared case-insensitively)");
         auto const* type = schema.if_contains("type");
         if (!type || !type->is_string() ||
@@ -171,12 +160,12 @@ void http_headers::add(std::string_view name, std::string_view value) { fields_.
 
 std::optional<std::string_view> http_headers::get(std::string_view name) const {
     for (auto const& f : fields_)
-        if (iequals(f.name, name)) return std::string_view(f.value);
+        if (core::iequals(f.name, name)) return std::string_view(f.value);
     return std::nullopt;
 }
 
 std::size_t http_headers::count(std::string_view name) const {
-    return static_cast<std::size_t>(std::count_if(fields_.begin(), fields_.end(), [&](auto const& f) { return iequals(f.name, name); }));
+    return static_cast<std::size_t>(std::count_if(fields_.begin(), fields_.end(), [&](auto const& f) { return core::iequals(f.name, name); }));
 }
 
 std::string encode_header_value(std::string_view v) {
@@ -212,8 +201,8 @@ body_kind classify_content_type(std::string_view ct) noexcept {
     auto type = ct.substr(0, semi);
     while (!type.empty() && (type.front() == ' ' || type.front() == '\t')) type.remove_prefix(1);
     while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
-    if (iequals(type, "application/json")) return body_kind::json;
-    if (iequals(type, "text/event-stream")) return body_kind::event_stream;
+    if (core::iequals(type, "application/json")) return body_kind::json;
+    if (core::iequals(type, "text/event-stream")) return body_kind::event_stream;
     return body_kind::other;
 }
 

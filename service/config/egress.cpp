@@ -13,7 +13,7 @@ constexpr std::string_view egress_forms = "expected local, process: ARGV0, or ht
 // "http(s)://host[:port]" with nothing after the authority but an optional "/".
 std::optional<core::remote_destination> parse_remote(reader& r, std::string const& s, std::string const& path) {
     auto sep = s.find("://");
-    auto scheme = lowercase(std::string_view(s).substr(0, sep));
+    auto scheme = core::ascii_lowercase(std::string_view(s).substr(0, sep));
     if (scheme != "http" && scheme != "https") {
         r.fail("invalid_destination", path + " is " + in_quotes(s) + "; the scheme must be http or https");
         return std::nullopt;
@@ -74,7 +74,7 @@ std::optional<core::remote_destination> parse_remote(reader& r, std::string cons
         r.fail("invalid_destination", path + " is " + in_quotes(s) + "; write the host without a trailing '.'");
         return std::nullopt;
     }
-    d.host = lowercase(d.host);
+    d.host = core::ascii_lowercase(d.host);
     return d;
 }
 
@@ -102,7 +102,7 @@ void read_egress(reader& r, YAML::Node const& n, core::egress_allowlist& allow) 
             if (s == "local") {
                 d = core::local_destination{};
             } else if (s.starts_with("process:")) {
-                std::string argv0(trim(std::string_view(s).substr(8)));
+                std::string argv0(core::trim_space(std::string_view(s).substr(8)));
                 d = core::process_destination{argv0.find('/') != std::string::npos ? r.resolve(argv0).string() : argv0};
             } else if (s.find("://") != std::string::npos) {
                 if (auto remote = parse_remote(r, s, ip)) d = *remote;

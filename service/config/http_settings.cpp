@@ -9,7 +9,7 @@ namespace airlock::service::config_detail {
 void read_tls(reader& r, YAML::Node const& v, std::string const& tp, std::optional<std::string> const& url,
               std::string const& who, bool& verify_peer, std::optional<std::string>& ca_file) {
     if (!r.mapping(v, tp, {"verify", "ca_file"})) return;
-    if (url && !lowercase(*url).starts_with("https:")) r.fail("conflicting_fields", tp + " applies only to an https:// url");
+    if (url && !core::ascii_lowercase(*url).starts_with("https:")) r.fail("conflicting_fields", tp + " applies only to an https:// url");
     if (auto const b = v["verify"]) {
         if (auto verify = r.boolean(b, tp + ".verify")) {
             verify_peer = *verify;
@@ -39,7 +39,7 @@ void read_headers(reader& r, YAML::Node const& v, std::string const& hp,
             r.fail("invalid_value", ep + " " + why);
             continue;
         }
-        auto same = std::find_if(out.begin(), out.end(), [&](auto const& h) { return iequals(h.first, name); });
+        auto same = std::find_if(out.begin(), out.end(), [&](auto const& h) { return core::iequals(h.first, name); });
         if (same != out.end()) {
             r.fail("duplicate_key", ep + " repeats header " + same->first + " (header names ignore case)");
             continue;

@@ -16,7 +16,7 @@ void read_metrics(reader& r, YAML::Node const& n, metrics_config& m) {
     } else if (file) {
         if (auto got = r.file(file, "metrics.token_file", max_secret_bytes)) {
             m.token_file = got->first;
-            m.token = std::string(trim(got->second));
+            m.token = std::string(core::trim_space(got->second));
             if (auto problem = token_problem(m.token); !problem.empty())
                 r.fail("invalid_token", "metrics.token_file: " + show_path(got->first) + ": " + problem);
             else if (readable_by_others(got->first))
@@ -28,7 +28,7 @@ void read_metrics(reader& r, YAML::Node const& n, metrics_config& m) {
             if (auto value = r.getenv(*var); !value) {
                 r.fail("env_unset", "metrics.token_env names " + *var + ", which is not set in airlock's environment");
             } else {
-                m.token = std::string(trim(*value));
+                m.token = std::string(core::trim_space(*value));
                 if (auto problem = token_problem(m.token); !problem.empty())
                     r.fail("invalid_token", "metrics.token_env (" + *var + "): " + problem);
             }

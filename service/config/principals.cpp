@@ -63,7 +63,7 @@ void read_principal_token(reader& r, YAML::Node const& n, std::string const& p, 
             std::error_code ec;
             if (!(pc.create_if_missing && !fs::exists(*path, ec))) {
                 if (auto got = r.file(file, fp, max_secret_bytes)) {
-                    pc.token = std::string(trim(got->second));
+                    pc.token = std::string(core::trim_space(got->second));
                     if (auto problem = token_problem(pc.token); !problem.empty())
                         r.fail("invalid_token", fp + ": " + show_path(*path) + ": " + problem);
                     else if (readable_by_others(*path))
@@ -79,7 +79,7 @@ void read_principal_token(reader& r, YAML::Node const& n, std::string const& p, 
             if (auto value = r.getenv(*var); !value) {
                 r.fail("env_unset", ep + " names " + *var + ", which is not set in airlock's environment");
             } else {
-                pc.token = std::string(trim(*value));
+                pc.token = std::string(core::trim_space(*value));
                 if (auto problem = token_problem(pc.token); !problem.empty())
                     r.fail("invalid_token", ep + " (" + *var + "): " + problem);
             }

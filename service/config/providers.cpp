@@ -50,7 +50,7 @@ void read_http_provider(reader& r, YAML::Node const& n, std::string const& p, pr
             r.fail("invalid_url", p + ".base_url " + in_quotes(*url) + " has a query; request paths are appended to it");
         } else {
             pc.base_url = *url;
-            pc.destination = core::remote_destination{e->scheme, lowercase(e->host), e->port};
+            pc.destination = core::remote_destination{e->scheme, core::ascii_lowercase(e->host), e->port};
         }
     }
     if (auto const v = n["api_key"]) read_api_key(r, v, p + ".api_key", pc);
@@ -88,8 +88,8 @@ void read_http_provider(reader& r, YAML::Node const& n, std::string const& p, pr
         bool anthropic = pc.kind == provider_kind::anthropic;
         read_headers(r, v, p + ".headers", pc.headers, [anthropic](std::string const& name) {
             if (mcp::is_transport_header(name)) return std::string("is set by airlock itself and cannot be configured");
-            if (iequals(name, anthropic ? "x-api-key" : "authorization") ||
-                (anthropic && iequals(name, "anthropic-version")))
+            if (core::iequals(name, anthropic ? "x-api-key" : "authorization") ||
+                (anthropic && core::iequals(name, "anthropic-version")))
                 return std::string("is set by the provider from api_key; configure the key there");
             return std::string();
         });

@@ -3,6 +3,7 @@
 // configuration's own typed values on top (paths, files, durations, sizes, secrets) and the error
 // text each of them gives. Every section reader (sections.hpp) reads through one of these.
 
+#include "core/ascii.hpp"
 #include "service/config/config.hpp"
 
 #include "core/secrets.hpp"
@@ -31,9 +32,6 @@ namespace airlock::service::config_detail {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-std::string lowercase(std::string_view s);
-bool iequals(std::string_view a, std::string_view b);
-std::string_view trim(std::string_view s);
 
 using core::yaml::all_digits;
 using core::yaml::child_path;

@@ -37,8 +37,8 @@ std::optional<std::string> read_secret_value(reader& r, YAML::Node const& n, std
     if (readable_by_others(got->first))
         r.warn(path + ".file " + show_path(got->first) + " can be read by group or others");
     // Files written by editors and `echo` end in a newline that is not part of the secret.
-    r.note_secret(std::string(trim(got->second)), path + ".file");
-    return prefix + std::string(trim(got->second));
+    r.note_secret(std::string(core::trim_space(got->second)), path + ".file");
+    return prefix + std::string(core::trim_space(got->second));
 }
 
 }  // namespace airlock::service::config_detail

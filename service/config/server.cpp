@@ -42,7 +42,7 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_vi
 
 // An Origin header value: scheme://host[:port], nothing after it.
 std::optional<std::string> parse_origin(std::string_view s) {
-    auto lowered = lowercase(s);
+    auto lowered = core::ascii_lowercase(s);
     std::string_view rest = lowered;
     if (rest.starts_with("http://")) rest.remove_prefix(7);
     else if (rest.starts_with("https://")) rest.remove_prefix(8);
@@ -217,7 +217,7 @@ void read_door(reader& r, YAML::Node const& n, std::string const& p, server_conf
                                                 "; expected a Host header value like \"airlock.internal\" or "
                                                 "\"airlock.internal:8443\"");
                 else
-                    s.allowed_hosts.push_back(lowercase(h));
+                    s.allowed_hosts.push_back(core::ascii_lowercase(h));
             }
         }
     }
@@ -242,11 +242,11 @@ void read_proxies(reader& r, YAML::Node const& n, std::string const& p, server_c
     }
     if (auto const v = n["forwarded_header"]) {
         auto const path = p + ".forwarded_header";
-        if (!v.IsScalar() || (lowercase(v.Scalar()) != "x-forwarded-for" && lowercase(v.Scalar()) != "forwarded"))
+        if (!v.IsScalar() || (core::ascii_lowercase(v.Scalar()) != "x-forwarded-for" && core::ascii_lowercase(v.Scalar()) != "forwarded"))
             r.fail("invalid_value", path + " must be \"X-Forwarded-For\" or \"Forwarded\" (the header your proxy "
                                            "writes), not " + describe(v));
         else
-            s.forwarded_header = lowercase(v.Scalar());
+            s.forwarded_header = core::ascii_lowercase(v.Scalar());
     }
 }
 

@@ -129,7 +129,7 @@ void read_http(reader& r, YAML::Node const& n, std::string const& p, upstream_co
             r.fail("invalid_url", up + ": " + e.error().message);
         } else {
             o.url = *url;
-            u.destination = core::remote_destination{e->scheme, lowercase(e->host), e->port};
+            u.destination = core::remote_destination{e->scheme, core::ascii_lowercase(e->host), e->port};
         }
     }
     if (auto const v = n["headers"]) {

@@ -1,5 +1,7 @@
 #include "service/http/door.hpp"
 
+#include "core/ascii.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -7,25 +9,7 @@ namespace airlock::service {
 
 namespace {
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lowered(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = lower(c);
-    return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
-
 // Header values are trimmed of the spaces and tabs RFC 9110 lets a sender put around them.
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
 bool listed(std::vector<std::string> const& allowed, std::string const& value) {
     return std::find(allowed.begin(), allowed.end(), value) != allowed.end();
 }
@@ -74,8 +58,8 @@ door_request read_door_request(http_request const& req) {
 door_policy make_door_policy(std::vector<std::string> hosts, std::vector<std::string> origins,
                              token_lookup authenticate, bool allow_anonymous, bool answers_preflight) {
     door_policy p;
-    for (auto const& h : hosts) p.hosts.push_back(lowered(h));
-    for (auto const& o : origins) p.origins.push_back(lowered(o));
+    for (auto const& h : hosts) p.hosts.push_back(core::ascii_lowercase(h));
+    for (auto const& o : origins) p.origins.push_back(core::ascii_lowercase(o));
     p.authenticate = std::move(authenticate);
     p.allow_anonymous = allow_anonymous;
     p.answers_preflight = answers_preflight;
@@ -85,13 +69,13 @@ door_policy make_door_policy(std::vector<std::string> hosts, std::vector<std::st
 std::optional<door_refusal> check_host_origin(door_policy const& policy, door_request const& req) {
     if (!policy.hosts.empty()) {
         if (!req.host) return forbidden(door_refusal_kind::host_missing, core::errc::forbidden_host, "a Host header is required");
-        auto h = lowered(trim(*req.host));
+        auto h = core::ascii_lowercase(core::trim_ows(*req.host));
         if (!listed(policy.hosts, h))
             return logged(forbidden(door_refusal_kind::host_not_allowed, core::errc::forbidden_host, "this Host is not allowed"),
                           "host", req.client, "refused a request for Host '" + h + "' (DNS rebinding protection)");
     }
     if (req.origin) {
-        auto o = lowered(trim(*req.origin));
+        auto o = core::ascii_lowercase(core::trim_ows(*req.origin));
         if (!listed(policy.origins, o))
             return logged(forbidden(door_refusal_kind::origin_not_allowed, core::errc::forbidden_origin,
                                     "this Origin is not allowed"),
@@ -111,14 +95,14 @@ std::variant<door_admitted, door_refusal> check_credentials(door_policy const& p
     }
     // "Bearer", any case, then spaces or tabs, then the token: RFC 9110 §11.4 allows a tab as well
     // as a space, and clients that build the header by hand send either, or two.
-    auto value = trim(*req.authorization);
+    auto value = core::trim_ows(*req.authorization);
     constexpr std::string_view scheme = "bearer";
-    if (value.size() <= scheme.size() || !iequals(value.substr(0, scheme.size()), scheme) ||
+    if (value.size() <= scheme.size() || !core::iequals(value.substr(0, scheme.size()), scheme) ||
         (value[scheme.size()] != ' ' && value[scheme.size()] != '\t'))
         return logged(unauthorized(door_refusal_kind::not_bearer, "the Authorization header must be 'Bearer <token>'", true),
                       "scheme", req.client,
                       "refused a request from " + std::string(req.client) + " with a non-bearer Authorization header");
-    auto principal = policy.authenticate(trim(value.substr(scheme.size())));
+    auto principal = policy.authenticate(core::trim_ows(value.substr(scheme.size())));
     if (!principal)
         return logged(unauthorized(door_refusal_kind::unknown_token, "the bearer token is not valid", true), "token",
                       req.client, "refused a request from " + std::string(req.client) + " with an unknown bearer token");

@@ -1,5 +1,7 @@
 #include "service/http/forwarded.hpp"
 
+#include "core/ascii.hpp"
+
 #include <charconv>
 
 namespace airlock::service {
@@ -7,21 +9,6 @@ namespace airlock::service {
 namespace ip = boost::asio::ip;
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        auto l = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
-        if (l(a[i]) != l(b[i])) return false;
-    }
-    return true;
-}
 
 ip::address unmapped(ip::address const& a) {
     if (a.is_v6() && a.to_v6().is_v4_mapped()) return ip::make_address_v4(ip::v4_mapped, a.to_v6());
@@ -39,7 +26,7 @@ std::optional<ip::address> parse_address(std::string_view text) {
 
 // One hop as proxies write it: an address, "[v6]" or "[v6]:port", "v4:port", optionally quoted.
 std::optional<ip::address> parse_node(std::string_view node) {
-    node = trim(node);
+    node = core::trim_ows(node);
     if (node.size() >= 2 && node.front() == '"' && node.back() == '"') node = node.substr(1, node.size() - 2);
     if (!node.empty() && node.front() == '[') {
         auto close = node.find(']');
@@ -57,7 +44,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
     std::vector<std::string_view> out;
     for (;;) {
         auto at = s.find(sep);
-        out.push_back(trim(s.substr(0, at)));
+        out.push_back(core::trim_ows(s.substr(0, at)));
         if (at == std::string_view::npos) return out;
         s.remove_prefix(at + 1);
     }
@@ -72,7 +59,7 @@ std::vector<std::string_view> forwarded_for_nodes(std::vector<std::string_view> 
             std::string_view node;
             for (auto pair : split(element, ';')) {
                 auto eq = pair.find('=');
-                if (eq != std::string_view::npos && iequals(trim(pair.substr(0, eq)), "for")) node = pair.substr(eq + 1);
+                if (eq != std::string_view::npos && core::iequals(core::trim_ows(pair.substr(0, eq)), "for")) node = pair.substr(eq + 1);
             }
             out.push_back(node);
         }

@@ -1,5 +1,6 @@
 #include "service/mcp/streamable_http_endpoint.hpp"
 
+#include "core/ascii.hpp"
 #include "mcp/client/spawn_logged.hpp"
 #include "mcp/protocol/era.hpp"
 #include "mcp/protocol/log_throttle.hpp"
@@ -41,22 +42,10 @@ using error_code = boost::system::error_code;
 
 namespace {
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string lowered(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out) c = lower(c);
-    return out;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
-
 }  // namespace
 
 bool is_loopback_host(std::string_view host) noexcept {
-    if (iequals(host, "localhost")) return true;
+    if (core::iequals(host, "localhost")) return true;
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
     error_code ec;
     auto a = asio::ip::make_address(std::string(host), ec);
@@ -68,7 +57,7 @@ std::vector<std::string> default_allowed_hosts(std::string_view listen_host, std
     auto p = ":" + std::to_string(port);
     std::vector<std::string> out{"127.0.0.1" + p, "localhost" + p, "[::1]" + p};
     // Another loopback address (127.0.0.2) is reachable by that name too.
-    std::string h = lowered(listen_host);
+    std::string h = core::ascii_lowercase(listen_host);
     if (h.find(':') != std::string::npos && h.front() != '[') h = "[" + h + "]";
     if (std::find(out.begin(), out.end(), h + p) == out.end()) out.push_back(h + p);
     return out;
@@ -762,7 +751,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
             mcp::http_headers params;
             constexpr std::string_view prefix = mcp::header::param_prefix;
             for (auto const& f : h)
-                if (f.name.size() > prefix.size() && iequals(std::string_view(f.name).substr(0, prefix.size()), prefix))
+                if (f.name.size() > prefix.size() && core::iequals(std::string_view(f.name).substr(0, prefix.size()), prefix))
                     params.add(f.name, f.value);
             setup.param_headers = std::move(params);
         }

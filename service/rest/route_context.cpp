@@ -1,5 +1,6 @@
 #include "service/rest/route_context.hpp"
 
+#include "core/ascii.hpp"
 #include "core/canonical_json.hpp"
 #include "core/journal_rules.hpp"
 #include "core/secrets.hpp"
@@ -15,13 +16,6 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 
 namespace {
-
-std::string lowered(std::string_view s) {
-    std::string out(s);
-    for (auto& c : out)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return out;
-}
 
 }  // namespace
 
@@ -46,7 +40,7 @@ http_response route_context::unknown_param_problem(std::string const& key) const
 core::result<json::object> route_context::body_object() const {
     if (req.body().empty()) return core::make_error("bad_request", "the body is empty: it must be a JSON object");
     auto ct = req[http::field::content_type];
-    auto base = lowered(ct.substr(0, ct.find(';')));
+    auto base = core::ascii_lowercase(ct.substr(0, ct.find(';')));
     while (!base.empty() && base.back() == ' ') base.pop_back();
     if (base != "application/json") return core::make_error("unsupported_media_type", "the body must be application/json");
     auto v = core::parse_ijson(req.body());

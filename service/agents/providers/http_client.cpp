@@ -1,5 +1,6 @@
 #include "service/agents/providers/http_client.hpp"
 
+#include "core/ascii.hpp"
 #include "core/canonical_json.hpp"
 #include "core/secrets.hpp"
 #include "mcp/client/http_pool.hpp"
@@ -43,12 +44,6 @@ bool all_digits(std::string_view s) {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
-
 // The message a provider put in an error body: `error.message` (OpenAI, Anthropic, vLLM),
 // `error` as a string (Ollama, llama.cpp), `message`, or the start of a body that is not JSON.
 std::string error_message_of(std::string_view body) {
@@ -69,7 +64,7 @@ std::string error_message_of(std::string_view body) {
             out = std::string(m->get_string());
         }
     } else {
-        out = std::string(trim(body.substr(0, max_quoted_message)));
+        out = std::string(core::trim_ows(body.substr(0, max_quoted_message)));
     }
     for (auto& c : out)
         if (c == '\r' || c == '\n') c = ' ';
@@ -80,7 +75,7 @@ std::string error_message_of(std::string_view body) {
 }  // namespace
 
 std::optional<std::chrono::seconds> parse_retry_after(std::string_view value, std::chrono::system_clock::time_point now) {
-    value = trim(value);
+    value = core::trim_ows(value);
     if (all_digits(value)) {
         // More than ten digits is centuries; clamp instead of overflowing.
         if (value.size() > 10) return std::chrono::seconds(9'999'999'999);
