@@ -6,11 +6,11 @@
 #include "mcp/protocol/log_throttle.hpp"
 #include "mcp/protocol/messages.hpp"
 #include "mcp/client/on_strand.hpp"
+#include "mcp/client/spawn_logged.hpp"
 #include "mcp/protocol/sse.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -205,7 +205,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         if (!ex.conn) return;
         if (ex.parser->is_done()) return release(ex);
         auto task = drain(shared_from_this(), std::move(ex));
-        asio::co_spawn(strand, std::move(task), asio::detached);
+        mcp::spawn_logged(strand, std::move(task), "http transport: drain a response");
     }
 
     // ---- protocol
