@@ -17,9 +17,8 @@
 
 namespace airlock::mcp {
 
-namespace detail {
-
-// Logs how a detached task ended. `what` names the task ("gateway probe", "stdio keep-alive").
+// Logs how a task nobody awaits ended, for a completion handler of its own. `what` names the task
+// ("gateway probe", "stdio keep-alive").
 inline void log_task_end(std::string_view what, std::exception_ptr e) noexcept {
     if (!e) return;
     try {
@@ -37,17 +36,15 @@ inline void log_task_end(std::string_view what, std::exception_ptr e) noexcept {
     }
 }
 
-}  // namespace detail
-
 // Starts `task` on `ex` and returns at once. `what` must outlive the task: pass a string literal.
 template <class Executor, class T>
 void spawn_logged(Executor const& ex, boost::asio::awaitable<T> task, char const* what) {
-    boost::asio::co_spawn(ex, std::move(task), [what](std::exception_ptr e, auto&&...) { detail::log_task_end(what, e); });
+    boost::asio::co_spawn(ex, std::move(task), [what](std::exception_ptr e, auto&&...) { log_task_end(what, e); });
 }
 
 template <class Executor>
 void spawn_logged(Executor const& ex, boost::asio::awaitable<void> task, char const* what) {
-    boost::asio::co_spawn(ex, std::move(task), [what](std::exception_ptr e) { detail::log_task_end(what, e); });
+    boost::asio::co_spawn(ex, std::move(task), [what](std::exception_ptr e) { log_task_end(what, e); });
 }
 
 }  // namespace airlock::mcp

@@ -5,6 +5,7 @@
 #include "service/app/signals.hpp"
 #include "service/app/wiring.hpp"
 #include "service/cli/support.hpp"
+#include "mcp/client/spawn_logged.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
@@ -292,7 +293,8 @@ int run_run(std::vector<std::string> const& args) {
     auto runs = sc->runs;
     auto cancel = [&] {
         if (run_id.empty()) return;
-        asio::co_spawn(ioc, runs->async_cancel(run_id), [](std::exception_ptr, core::result<void> r) {
+        asio::co_spawn(ioc, runs->async_cancel(run_id), [](std::exception_ptr e, core::result<void> r) {
+            if (e) return mcp::log_task_end("cancel the run", e);
             if (!r) spdlog::warn("cannot cancel the run: {}", r.error().message);
         });
     };

@@ -241,7 +241,7 @@ void session_runs::seal(std::string run, std::string reason) {
     ++sealing_;
     std::weak_ptr<session_runs> weak = weak_from_this();
     auto done = [weak](std::exception_ptr e) {
-        if (e) mcp::detail::log_task_end("gateway run seal", e);
+        if (e) mcp::log_task_end("gateway run seal", e);
         auto self = weak.lock();
         if (!self) return;
         std::vector<std::shared_ptr<waiter>> waiting;
