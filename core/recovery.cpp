@@ -1,5 +1,6 @@
 #include "core/recovery.hpp"
 
+#include "core/record_body.hpp"
 #include "core/canonical_json.hpp"
 #include "core/effect_records.hpp"
 #include "core/label.hpp"
@@ -17,23 +18,10 @@ journal_cursor::journal_cursor(std::string run_id, std::vector<record> const& re
 
 namespace {
 
-std::string str_at(json::object const& o, std::string_view key) {
-    if (auto const* v = o.if_contains(key); v && v->is_string()) return std::string(v->get_string());
-    return {};
-}
-
-std::uint64_t u64_at(json::object const& o, std::string_view key) {
-    if (auto const* v = o.if_contains(key)) {
-        if (v->is_uint64()) return v->get_uint64();
-        if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-    }
-    return 0;
-}
-
 bool is_annotation(record const& r) {
     // Records the driver writes for people, not for the loop: they match no action.
     if (r.kind != record_kind::note) return false;
-    auto event = str_at(r.body, "event");
+    auto event = body_string(r.body, "event");
     return event == "effect_retried" || event == "resumed";
 }
 
@@ -46,8 +34,8 @@ bool same_json(json::value const& a, json::value const& b) {
 // What a record is, in a divergence message: kind and effect key, never the arguments.
 std::string describe(record const& r) {
     std::string s = std::string(to_string(r.kind));
-    if (auto key = str_at(r.body, "effect_key"); !key.empty()) s += " " + key;
-    if (auto tool = str_at(r.body, "tool"); !tool.empty()) s += " (" + tool + ")";
+    if (auto key = body_string(r.body, "effect_key"); !key.empty()) s += " " + key;
+    if (auto tool = body_string(r.body, "tool"); !tool.empty()) s += " (" + tool + ")";
     return s;
 }
 
@@ -71,7 +59,7 @@ decision outcome_of(record const& started, std::string const& key, journal_curso
             return incomplete(seq_of(started) + ": " + std::string(what) + " " + key + " has no outcome");
         return in_doubt();
     }
-    if (str_at(outcome->body, "effect_key") != key) return divergence(*outcome, "see the outcome of " + key);
+    if (body_string(outcome->body, "effect_key") != key) return divergence(*outcome, "see the outcome of " + key);
     if (outcome->kind == record_kind::effect_done) {
         auto d = parse_effect_done(outcome->body);
         if (!d) return refuse{make_error("malformed_record", seq_of(*outcome) + ": " + d.error().message)};
@@ -84,7 +72,7 @@ decision outcome_of(record const& started, std::string const& key, journal_curso
         auto f = parse_effect_failed(outcome->body);
         if (!f) return refuse{make_error("malformed_record", seq_of(*outcome) + ": " + f.error().message)};
         cursor.take();
-        return replay_event{loop_event{tool_failed_event{to_tool_error(*f, failure_tool)}, u64_at(outcome->body, "at_ms")}};
+        return replay_event{loop_event{tool_failed_event{to_tool_error(*f, failure_tool)}, body_u64(outcome->body, "at_ms")}};
     }
     return divergence(*outcome, "see the outcome of " + key);
 }
@@ -152,7 +140,7 @@ decision next_append(append_action const& add, journal_cursor& cursor) {
             continue;
         }
         if (r->kind != nr.kind || !same_json(r->body, nr.body))
-            return divergence(*r, "write " + std::string(to_string(nr.kind)) + " " + str_at(nr.body, "effect_key"));
+            return divergence(*r, "write " + std::string(to_string(nr.kind)) + " " + body_string(nr.body, "effect_key"));
         cursor.take();
     }
     return w;
@@ -161,11 +149,11 @@ decision next_append(append_action const& add, journal_cursor& cursor) {
 decision next_approval(await_approval_action const& wait, journal_cursor& cursor) {
     auto const* rec = cursor.peek();
     if (!rec) return park{};
-    if (rec->kind != record_kind::approval_decided || str_at(rec->body, "effect_key") != wait.effect_key)
+    if (rec->kind != record_kind::approval_decided || body_string(rec->body, "effect_key") != wait.effect_key)
         return divergence(*rec, "wait for a decision on " + wait.effect_key);
     bool approved = false;
     if (auto const* a = rec->body.if_contains("approved"); a && a->is_bool()) approved = a->get_bool();
-    loop_event event{approval_event{approved}, u64_at(rec->body, "at_ms")};
+    loop_event event{approval_event{approved}, body_u64(rec->body, "at_ms")};
     cursor.take();
     return replay_event{std::move(event)};
 }
@@ -176,14 +164,14 @@ decision next_finish(finish_action const& fin, journal_cursor& cursor, mode m) {
     auto const* rec = cursor.peek();
     if (!rec) {
         f.write_output = true;
-    } else if (rec->kind == record_kind::note && str_at(rec->body, "event") == "run_output") {
+    } else if (rec->kind == record_kind::note && body_string(rec->body, "event") == "run_output") {
         auto const* o = rec->body.if_contains("output");
-        if (str_at(rec->body, "status") != status || !o || !same_json(*o, fin.output)) return divergence(*rec, "finish " + status);
+        if (body_string(rec->body, "status") != status || !o || !same_json(*o, fin.output)) return divergence(*rec, "finish " + status);
         cursor.take();
         rec = cursor.peek();
     }
     if (rec) {
-        if (rec->kind != record_kind::run_sealed || str_at(rec->body, "status") != status)
+        if (rec->kind != record_kind::run_sealed || body_string(rec->body, "status") != status)
             return divergence(*rec, "finish " + status);
         cursor.take();
         return f;
@@ -216,9 +204,9 @@ decision next(loop_action const& action, journal_cursor& cursor, mode m) {
     // quarantined, failed by a bug) and stays as recorded. A cancel is an outside decision even
     // where the loop would now finish: a model call cancelled mid-way is journaled as failed,
     // and the run sealed cancelled right after, before the loop could take that failure in.
-    if (rec && rec->kind == record_kind::run_sealed && (!finishing || str_at(rec->body, "status") == "cancelled")) {
+    if (rec && rec->kind == record_kind::run_sealed && (!finishing || body_string(rec->body, "status") == "cancelled")) {
         cursor.take();
-        return sealed{parse_run_status(str_at(rec->body, "status")).value_or(run_status::failed), str_at(rec->body, "reason")};
+        return sealed{parse_run_status(body_string(rec->body, "status")).value_or(run_status::failed), body_string(rec->body, "reason")};
     }
     if (!rec && m == mode::replay && !std::holds_alternative<await_approval_action>(action))
         return incomplete("the journal of run " + cursor.run_id() + " ends at seq " + std::to_string(cursor.last_seq()) +

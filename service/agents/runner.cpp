@@ -1,5 +1,6 @@
 #include "service/agents/runner.hpp"
 
+#include "core/record_body.hpp"
 #include "core/canonical_json.hpp"
 #include "core/label.hpp"
 #include "core/rfc3339.hpp"
@@ -31,19 +32,6 @@ namespace {
 
 void csprng(std::uint8_t* out, std::size_t n) {
     if (RAND_bytes(out, static_cast<int>(n)) != 1) throw std::runtime_error("RAND_bytes failed");
-}
-
-std::string str_at(json::object const& o, std::string_view key) {
-    if (auto const* v = o.if_contains(key); v && v->is_string()) return std::string(v->get_string());
-    return {};
-}
-
-std::uint64_t u64_at(json::object const& o, std::string_view key) {
-    if (auto const* v = o.if_contains(key)) {
-        if (v->is_uint64()) return v->get_uint64();
-        if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-    }
-    return 0;
 }
 
 }  // namespace
@@ -172,7 +160,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
         co_return core::make_error("not_admitted", "run " + run_id + " does not start with run_admitted");
     auto const& admitted = records.front().body;
     std::string agent_name;
-    if (auto const* a = admitted.if_contains("agent"); a && a->is_object()) agent_name = str_at(a->get_object(), "name");
+    if (auto const* a = admitted.if_contains("agent"); a && a->is_object()) agent_name = core::body_string(a->get_object(), "name");
     auto const* entry = agent(agent_name);
     if (!entry) co_return core::make_error("unknown_agent", "run " + run_id + " was made by agent '" + agent_name +
                                                                 "', which is not configured");
@@ -193,7 +181,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
     lo.egress = options_.egress;
     lo.destination_of = [tools = options_.tools](core::tool_id const& t) { return tools->destination_of(t); };
     if (live && options_.catalogue) lo.tools = co_await options_.catalogue(entry->manifest);
-    auto const admitted_at_ms = u64_at(admitted, "admitted_at_ms");
+    auto const admitted_at_ms = core::body_u64(admitted, "admitted_at_ms");
     core::agent_loop loop(std::move(lo), *parsed_id, std::move(input), admitted_at_ms);
 
     auto stopping = [this] {
@@ -220,8 +208,8 @@ asio::awaitable<core::result<run_view>> runner::async_get(std::string run_id) {
         auto tail = co_await options_.journal->async_read(run_id, from);
         if (!tail) co_return tail.error();
         for (auto const& r : *tail) {
-            if (r.kind == core::record_kind::run_sealed) v.reason = str_at(r.body, "reason");
-            if (r.kind == core::record_kind::note && str_at(r.body, "event") == "run_output") {
+            if (r.kind == core::record_kind::run_sealed) v.reason = core::body_string(r.body, "reason");
+            if (r.kind == core::record_kind::note && core::body_string(r.body, "event") == "run_output") {
                 if (auto const* o = r.body.if_contains("output")) v.output = *o;
                 if (auto const* l = r.body.if_contains("output_label"))
                     if (auto label = core::label_from_json(*l)) v.output_label = *label;
@@ -328,11 +316,11 @@ asio::awaitable<core::result<std::vector<pending_approval>>> runner::async_appro
     std::vector<pending_approval> pending;
     for (auto const& r : *records) {
         if (r.kind == core::record_kind::approval_requested) {
-            pending_approval p{run_id, str_at(r.body, "effect_key"), str_at(r.body, "tool"), nullptr, r.seq};
+            pending_approval p{run_id, core::body_string(r.body, "effect_key"), core::body_string(r.body, "tool"), nullptr, r.seq};
             if (auto const* a = r.body.if_contains("arguments")) p.arguments = *a;
             pending.push_back(std::move(p));
         } else if (r.kind == core::record_kind::approval_decided) {
-            auto key = str_at(r.body, "effect_key");
+            auto key = core::body_string(r.body, "effect_key");
             std::erase_if(pending, [&](pending_approval const& p) { return p.effect_key == key; });
         } else if (r.kind == core::record_kind::run_sealed) {
             pending.clear();
@@ -387,7 +375,7 @@ asio::awaitable<core::result<std::size_t>> runner::async_resume_all() {
     }
     for (auto const& id : candidates) {
         auto first = co_await options_.journal->async_read(id, 1);
-        if (!first || first->empty() || str_at(first->front().body, "mode") != "agent") continue;
+        if (!first || first->empty() || core::body_string(first->front().body, "mode") != "agent") continue;
         // Driven at once while there is room, queued otherwise: thousands of unsealed runs after a
         // crash must not all call their models and tools in the same instant.
         std::shared_ptr<run_slot> slot;

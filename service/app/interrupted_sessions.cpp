@@ -1,5 +1,6 @@
 #include "service/app/interrupted_sessions.hpp"
 
+#include "core/record_body.hpp"
 #include "core/effect_records.hpp"
 
 #include <openssl/rand.h>
@@ -40,11 +41,6 @@ bool held(fs::path const& file) {
     bool is_held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     ::close(fd);
     return is_held;
-}
-
-std::string str_of(boost::json::object const& o, std::string_view key) {
-    auto const* v = o.if_contains(key);
-    return v && v->is_string() ? std::string(v->get_string()) : std::string();
 }
 
 }  // namespace
@@ -116,7 +112,7 @@ session_owner owner_of(core::record const& admitted) {
     if (admitted.kind != core::record_kind::run_admitted) return o;
     auto const* mode = admitted.body.if_contains("mode");
     o.gateway = !mode || (mode->is_string() && mode->get_string() == "gateway");
-    o.instance = str_of(admitted.body, "instance");
+    o.instance = core::body_string(admitted.body, "instance");
     return o;
 }
 
@@ -128,20 +124,20 @@ interrupted_seal plan_interrupted_seal(std::vector<core::record> const& records)
     std::map<std::string, started> open;  // effect key → the call, while no outcome follows it
     std::set<std::string> noted;
     for (auto const& r : records) {
-        auto key = str_of(r.body, "effect_key");
+        auto key = core::body_string(r.body, "effect_key");
         switch (r.kind) {
             case core::record_kind::effect_started: {
                 // The one schema of a call's records (core/effect_records) reads every shape written.
                 if (auto s = core::parse_effect_started(r.body))
                     open[key] = started{s->tool.value_or(""), s->mutates.value_or(false)};
                 else
-                    open[key] = started{str_of(r.body, "tool"), false};
+                    open[key] = started{core::body_string(r.body, "tool"), false};
                 break;
             }
             case core::record_kind::effect_done:
             case core::record_kind::effect_failed: open.erase(key); break;
             case core::record_kind::note:
-                if (str_of(r.body, "event") == "effect_in_doubt") noted.insert(key);
+                if (core::body_string(r.body, "event") == "effect_in_doubt") noted.insert(key);
                 break;
             default: break;
         }

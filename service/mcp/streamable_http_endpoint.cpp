@@ -40,10 +40,6 @@ using asio::as_tuple;
 using asio::use_awaitable;
 using error_code = boost::system::error_code;
 
-namespace {
-
-}  // namespace
-
 bool is_loopback_host(std::string_view host) noexcept {
     if (core::iequals(host, "localhost")) return true;
     if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
