@@ -95,7 +95,7 @@ public:
         return key.value_or("");
     }
     void refuse(std::string what) {
-        if (!fault_) fault_ = make_error("malformed_record", std::string(record_) + ": " + what);
+        if (!fault_) fault_ = make_error(core::errc::malformed_record, std::string(record_) + ": " + what);
     }
     std::optional<error> const& fault() const noexcept { return fault_; }
 

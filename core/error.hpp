@@ -2,6 +2,8 @@
 // The domain-failure tier: a result carries either a value or an error that says, in words a user
 // can act on, which field or input is wrong. I/O failures use error_code; bugs use exceptions.
 
+#include "core/errc.hpp"
+
 #include <boost/system/result.hpp>
 
 #include <ostream>
@@ -29,6 +31,16 @@ inline std::ostream& operator<<(std::ostream& os, error const& e) { return os <<
 inline error make_error(std::string code, std::string message) {
     return error{std::move(code), std::move(message)};
 }
+
+// A failure that reaches a client as one of core::errc: its code is the errc's wire spelling, so a
+// misspelt one does not compile. (Codes no client reads - a parser's "duplicate_key", the runner's
+// "too_many_runs" - stay strings; service/rest/runner_control maps the runner's.)
+inline error make_error(errc code, std::string message) {
+    return error{std::string(to_string(code)), std::move(message)};
+}
+
+// The errc an error's code spells, if it spells one.
+inline std::optional<errc> errc_of(error const& e) noexcept { return errc_from_string(e.code); }
 
 template <class T>
 using result = boost::system::result<T, error>;

@@ -123,7 +123,7 @@ result<record> chain_next(std::string_view run_id, std::optional<record> const& 
     if (text->size() > max_record_bytes) return make_error("record_too_large", too_large_message(text->size()));
     // The body is level 2 of the stored record.
     if (nests_deeper_than(next.body, max_record_depth - 1))
-        return make_error("too_deep", "the record's body nests deeper than " + std::to_string(max_record_depth - 1) +
+        return make_error(core::errc::too_deep, "the record's body nests deeper than " + std::to_string(max_record_depth - 1) +
                                           " levels, the most a journal record holds");
 
     record r;
@@ -253,7 +253,7 @@ result<record> record_from_json(boost::json::value const& v) {
     auto const* kind_text = (*kind)->if_string();
     if (!kind_text) return make_error("wrong_type", "record.kind must be a string");
     auto k = parse_record_kind(*kind_text);
-    if (!k) return make_error("invalid_field", "record.kind '" + std::string(*kind_text) + "' is not a record kind");
+    if (!k) return make_error(core::errc::invalid_field, "record.kind '" + std::string(*kind_text) + "' is not a record kind");
     r.kind = *k;
 
     auto body = field("body");
@@ -270,7 +270,7 @@ result<record> record_from_json(boost::json::value const& v) {
         if (!text) return make_error("wrong_type", "record." + std::string(name) + " must be a string");
         auto d = parse_digest(*text);
         if (!d)
-            return make_error("invalid_field",
+            return make_error(core::errc::invalid_field,
                               "record." + std::string(name) + " must be 64 lowercase hexadecimal digits");
         *target = *d;
     }

@@ -56,13 +56,13 @@ result<append_plan> plan_append(std::string_view run_id, std::optional<run_summa
         auto const& nr = batch[i];
         auto where = "record " + std::to_string(i + 1) + " of the append";
         if (plan.summary.sealed)
-            return make_error("sealed", "run " + std::string(run_id) + " is sealed (" + plan.summary.status +
+            return make_error(core::errc::sealed, "run " + std::string(run_id) + " is sealed (" + plan.summary.status +
                                             "); " + where + " is refused");
         bool admitted = prev.has_value();
         if (nr.kind == record_kind::run_admitted) {
-            if (admitted) return make_error("not_admitted", "run " + std::string(run_id) + " is already admitted");
+            if (admitted) return make_error(core::errc::not_admitted, "run " + std::string(run_id) + " is already admitted");
         } else if (!admitted) {
-            return make_error("not_admitted", "run " + std::string(run_id) + " must start with run_admitted, not " +
+            return make_error(core::errc::not_admitted, "run " + std::string(run_id) + " must start with run_admitted, not " +
                                                   std::string(to_string(nr.kind)));
         }
         if (nr.kind == record_kind::effect_started) {
@@ -115,7 +115,7 @@ result<append_plan> plan_append(std::string_view run_id, std::optional<run_summa
 result<new_record> make_seal(run_summary const& current, std::string_view status, std::string_view reason) {
     if (!is_terminal_status(status))
         return make_error("invalid_status", "'" + std::string(status) + "' is not a terminal run status");
-    if (current.sealed) return make_error("sealed", "run " + current.run_id + " is already sealed (" + current.status + ")");
+    if (current.sealed) return make_error(core::errc::sealed, "run " + current.run_id + " is already sealed (" + current.status + ")");
     boost::json::object body;
     body["status"] = status;
     body["reason"] = reason;

@@ -62,7 +62,7 @@ namespace {
 result<std::string> string_field(json::object const& o, std::string_view key, std::string_view where) {
     auto const* v = o.if_contains(key);
     if (!v || !v->is_string())
-        return make_error("malformed_record", std::string(where) + "." + std::string(key) + " must be a string");
+        return make_error(core::errc::malformed_record, std::string(where) + "." + std::string(key) + " must be a string");
     return std::string(v->get_string());
 }
 
@@ -70,14 +70,14 @@ result<std::uint64_t> count_field(json::object const& o, std::string_view key, s
     auto const* v = o.if_contains(key);
     if (v && v->is_uint64()) return v->get_uint64();
     if (v && v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-    return make_error("malformed_record", std::string(where) + "." + std::string(key) + " must be a count");
+    return make_error(core::errc::malformed_record, std::string(where) + "." + std::string(key) + " must be a count");
 }
 
 }  // namespace
 
 result<model_tool_call> model_tool_call_from_json(json::value const& v) {
     auto const* o = v.if_object();
-    if (!o) return make_error("malformed_record", "tool_calls[]: expected an object");
+    if (!o) return make_error(core::errc::malformed_record, "tool_calls[]: expected an object");
     model_tool_call c;
     auto id = string_field(*o, "id", "tool_calls[]");
     if (!id) return id.error();
@@ -91,7 +91,7 @@ result<model_tool_call> model_tool_call_from_json(json::value const& v) {
 
 result<token_usage> token_usage_from_json(json::value const& v) {
     auto const* o = v.if_object();
-    if (!o) return make_error("malformed_record", "usage: expected an object");
+    if (!o) return make_error(core::errc::malformed_record, "usage: expected an object");
     auto in = count_field(*o, "input_tokens", "usage");
     if (!in) return in.error();
     auto out = count_field(*o, "output_tokens", "usage");
@@ -101,13 +101,13 @@ result<token_usage> token_usage_from_json(json::value const& v) {
 
 result<completion> completion_from_json(json::value const& v) {
     auto const* o = v.if_object();
-    if (!o) return make_error("malformed_record", "completion: expected an object");
+    if (!o) return make_error(core::errc::malformed_record, "completion: expected an object");
     completion c;
     auto text = string_field(*o, "text", "completion");
     if (!text) return text.error();
     c.text = std::move(*text);
     if (auto const* calls = o->if_contains("tool_calls")) {
-        if (!calls->is_array()) return make_error("malformed_record", "completion.tool_calls must be an array");
+        if (!calls->is_array()) return make_error(core::errc::malformed_record, "completion.tool_calls must be an array");
         for (auto const& call : calls->get_array()) {
             auto parsed = model_tool_call_from_json(call);
             if (!parsed) return parsed.error();

@@ -40,7 +40,7 @@ std::string describe(record const& r) {
 }
 
 refuse divergence(record const& r, std::string const& expected) {
-    return {make_error("divergence", "seq " + std::to_string(r.seq) + ": the current manifest and code would " + expected +
+    return {make_error(core::errc::divergence, "seq " + std::to_string(r.seq) + ": the current manifest and code would " + expected +
                                          ", the journal has " + describe(r))};
 }
 
@@ -62,7 +62,7 @@ decision outcome_of(record const& started, std::string const& key, journal_curso
     if (body_string(outcome->body, "effect_key") != key) return divergence(*outcome, "see the outcome of " + key);
     if (outcome->kind == record_kind::effect_done) {
         auto d = parse_effect_done(outcome->body);
-        if (!d) return refuse{make_error("malformed_record", seq_of(*outcome) + ": " + d.error().message)};
+        if (!d) return refuse{make_error(core::errc::malformed_record, seq_of(*outcome) + ": " + d.error().message)};
         auto event = done(*d, *outcome);
         if (auto* r = std::get_if<refuse>(&event)) return *r;
         cursor.take();
@@ -70,7 +70,7 @@ decision outcome_of(record const& started, std::string const& key, journal_curso
     }
     if (outcome->kind == record_kind::effect_failed) {
         auto f = parse_effect_failed(outcome->body);
-        if (!f) return refuse{make_error("malformed_record", seq_of(*outcome) + ": " + f.error().message)};
+        if (!f) return refuse{make_error(core::errc::malformed_record, seq_of(*outcome) + ": " + f.error().message)};
         cursor.take();
         return replay_event{loop_event{tool_failed_event{to_tool_error(*f, failure_tool)}, body_u64(outcome->body, "at_ms")}};
     }
@@ -81,15 +81,15 @@ decision next_model(call_model_action const& model, journal_cursor& cursor, mode
     auto const* rec = cursor.peek();
     if (!rec) return perform{};
     auto s = rec->kind == record_kind::effect_started ? parse_effect_started(rec->body)
-                                                       : result<effect_started>(make_error("divergence", ""));
+                                                       : result<effect_started>(make_error(core::errc::divergence, ""));
     if (!s || s->effect_key != model.effect_key || s->target != effect_target::model ||
         s->request_sha256.value_or("") != model.request_sha256)
         return divergence(*rec, "call the model as " + model.effect_key);
     cursor.take();
     auto done = [](effect_done const& d, record const& outcome) -> decision {
         auto c = d.output ? completion_from_json(*d.output)
-                          : result<completion>(make_error("malformed_record", "output is missing"));
-        if (!c) return refuse{make_error("malformed_record", seq_of(outcome) + ": " + c.error().message)};
+                          : result<completion>(make_error(core::errc::malformed_record, "output is missing"));
+        if (!c) return refuse{make_error(core::errc::malformed_record, seq_of(outcome) + ": " + c.error().message)};
         return replay_event{loop_event{model_done_event{std::move(*c)}, d.at_ms.value_or(0)}};
     };
     // A model call changes nothing in the world: asking again is always safe.
@@ -108,7 +108,7 @@ decision next_tool(call_tool_action const& call, journal_cursor& cursor, mode m)
     auto const* rec = cursor.peek();
     if (!rec) return perform{};
     auto s = rec->kind == record_kind::effect_started ? parse_effect_started(rec->body)
-                                                       : result<effect_started>(make_error("divergence", ""));
+                                                       : result<effect_started>(make_error(core::errc::divergence, ""));
     if (!s || s->effect_key != call.effect_key || s->target != effect_target::tool || s->tool.value_or("") != call.tool.uri() ||
         !s->arguments || !same_json(*s->arguments, call.arguments))
         return divergence(*rec, "call " + call.tool.uri() + " as " + call.effect_key);

@@ -2,10 +2,10 @@
 
 #include "core/journal_rules.hpp"
 #include "core/secrets.hpp"
+#include "store/lmdb_keys.hpp"
+#include "store/write_ops.hpp"
 
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json/parse.hpp>
@@ -27,125 +27,16 @@ using core::error;
 using core::make_error;
 using core::result;
 
-namespace {
-
-error lmdb_error(int rc, std::string_view during) {
-    std::string what = std::string(during) + ": " + mdb_strerror(rc);
-    switch (rc) {
-        case MDB_MAP_FULL:
-            return make_error("map_full", what + " (the journal reached its configured map size; raise journal.map_size)");
-        case MDB_CORRUPTED:
-        case MDB_PAGE_NOTFOUND:
-        case MDB_INVALID:
-        case MDB_VERSION_MISMATCH:
-            return make_error("corrupt", what);
-        case ENOSPC:
-        case EDQUOT: return make_error("disk_full", what + " (the journal's disk is full)");
-        case EFBIG: return make_error("disk_full", what + " (the journal's file may not grow: a file size limit)");
-        default: return make_error("io_error", what);
-    }
-}
-
-MDB_val as_val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
-std::string_view as_view(MDB_val const& v) { return {static_cast<char const*>(v.mv_data), v.mv_size}; }
-
-// Records sort by run, then seq: the run id, a NUL, then the seq big-endian.
-std::string record_key(std::string_view run_id, std::uint64_t seq) {
-    std::string k(run_id);
-    k.push_back('\0');
-    for (int i = 7; i >= 0; --i) k.push_back(static_cast<char>((seq >> (8 * i)) & 0xff));
-    return k;
-}
-
-// Effect and admission keys are caller-chosen and unbounded; LMDB keys are at most 511 bytes, so
-// they are stored by digest.
-std::string effect_db_key(std::string_view run_id, std::string_view effect_key) {
-    core::sha256_hasher h;
-    h.update(run_id).update(std::string_view("\0", 1)).update(effect_key);
-    auto d = h.finish();
-    return std::string(reinterpret_cast<char const*>(d.data()), d.size());
-}
-
-std::string admission_db_key(std::string_view key) {
-    auto d = core::sha256(key);
-    return std::string(reinterpret_cast<char const*>(d.data()), d.size());
-}
-
-
-struct read_txn {
-    MDB_txn* txn = nullptr;
-    ~read_txn() {
-        if (txn) mdb_txn_abort(txn);
-    }
-};
-
-// One queued write. The writer runs it inside the batch's transaction (or a child transaction of
-// it, see commit_batch) and completes the waiting coroutine after the batch commits. It may be run
-// more than once, so it reads and writes nothing but the transaction it is given.
-struct write_op {
-    bool deferred = false;                           // see lmdb_store::async_append_deferred
-    std::chrono::steady_clock::time_point due;       // deferred: committed by then at the latest
-    virtual ~write_op() = default;
-    virtual bool run(MDB_txn* txn) = 0;  // true: keep what it wrote; false: it refused
-    virtual void fail(error e) = 0;      // the batch could not be made durable
-    virtual void complete() = 0;         // hands the result to the waiting coroutine
-    virtual std::optional<error> failure() const = 0;  // after run/fail: why it failed
-};
-
-// An op that computes a result<T> in the transaction.
-template <class T>
-struct result_op : write_op {
-    using fn_type = std::function<result<T>(MDB_txn*)>;
-    fn_type fn;
-    result<T> outcome = make_error("internal", "operation did not run");
-
-    explicit result_op(fn_type f) : fn(std::move(f)) {}
-    bool run(MDB_txn* txn) override {
-        // An exception must never leave the committing thread (it would end the process); it fails
-        // this append alone, and what it wrote is undone.
-        try {
-            outcome = fn(txn);
-        } catch (std::exception const& e) {
-            outcome = make_error("internal", std::string("append failed: ") + e.what());
-        }
-        return outcome.has_value();
-    }
-    void fail(error e) override {
-        if (outcome.has_value()) outcome = std::move(e);
-    }
-    std::optional<error> failure() const override {
-        return outcome.has_value() ? std::nullopt : std::optional<error>(outcome.error());
-    }
-};
-
-// An op queued for the writer: its outcome is posted to the waiting coroutine's executor.
-template <class T, class Handler>
-struct typed_op final : result_op<T> {
-    Handler handler;
-    asio::executor_work_guard<asio::associated_executor_t<Handler>> work;
-
-    typed_op(typename result_op<T>::fn_type f, Handler h)
-        : result_op<T>(std::move(f)), handler(std::move(h)),
-          work(asio::make_work_guard(asio::get_associated_executor(handler))) {}
-
-    void complete() override {
-        auto ex = work.get_executor();
-        auto h = std::move(handler);
-        auto r = std::move(this->outcome);
-        work.reset();
-        asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable { std::move(h)(std::move(r)); });
-    }
-};
-
-// An op committed by the coroutine that submitted it (see lmdb_store::impl::try_commit_inline):
-// its outcome is read after the commit, with nothing to post.
-template <class T>
-struct inline_op final : result_op<T> {
-    using result_op<T>::result_op;
-    void complete() override {}
-};
-
-}  // namespace
+using detail::admission_db_key;
+using detail::as_val;
+using detail::as_view;
+using detail::effect_db_key;
+using detail::inline_op;
+using detail::lmdb_error;
+using detail::read_txn;
+using detail::record_key;
+using detail::typed_op;
+using detail::write_op;
 
 // When an append may be committed inline (see try_commit_inline): the last batch held at most
 // this many ops (at one call at a time: a gateway call's start record and the previous call's
@@ -240,7 +131,7 @@ struct lmdb_store::impl {
             }
         }
         if (op) {
-            op->fail(make_error("closed", "the journal is closing"));
+            op->fail(make_error(core::errc::closed, "the journal is closing"));
             op->complete();
             return;
         }
@@ -538,7 +429,7 @@ struct lmdb_store::impl {
     result<std::optional<core::chain_fault>> verify(std::string const& run_id) const {
         auto head = with_read([&](MDB_txn* txn) { return get_summary(txn, run_id); });
         if (!head) return head.error();
-        if (!*head) return make_error("unknown_run", "no run " + run_id);
+        if (!*head) return make_error(core::errc::unknown_run, "no run " + run_id);
         auto recs = read(run_id, 1);
         if (!recs) {
             // An unreadable record is itself a chain fault: say which one.
@@ -723,7 +614,7 @@ asio::awaitable<result<core::record>> lmdb_store::async_seal(std::string run_id,
                                                         reason = std::move(reason)](MDB_txn* txn) -> result<core::record> {
         auto current = p->get_summary(txn, run_id);
         if (!current) return current.error();
-        if (!*current) return make_error("unknown_run", "no run " + run_id);
+        if (!*current) return make_error(core::errc::unknown_run, "no run " + run_id);
         auto seal = core::make_seal(**current, status, reason);
         if (!seal) return seal.error();
         auto written = p->apply_append(txn, run_id, {*seal});

@@ -82,7 +82,7 @@ core::result<std::optional<core::chain_fault>> memory_store::verify(std::string 
         // Hashing happens outside the lock so a long verify does not stall appends to other runs.
         std::lock_guard lock(mutex_);
         auto found = runs_.find(run_id);
-        if (found == runs_.end()) return core::make_error("unknown_run", "run '" + run_id + "' is not in the journal");
+        if (found == runs_.end()) return core::make_error(core::errc::unknown_run, "run '" + run_id + "' is not in the journal");
         records = found->second.records;
     }
     return core::verify_chain(records);
@@ -101,7 +101,7 @@ core::result<core::record> memory_store::seal(std::string const& run_id, std::st
     if (auto ok = core::check_run_id(run_id); !ok) return ok.error();
     std::lock_guard lock(mutex_);
     auto found = runs_.find(run_id);
-    if (found == runs_.end()) return core::make_error("unknown_run", "run '" + run_id + "' is not in the journal");
+    if (found == runs_.end()) return core::make_error(core::errc::unknown_run, "run '" + run_id + "' is not in the journal");
     // The head is read under the same lock as the append, so chain_head is the record the seal follows.
     auto sealing = core::make_seal(found->second.summary, status, reason);
     if (!sealing) return sealing.error();

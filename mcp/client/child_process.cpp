@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace airlock::mcp {
 
@@ -234,6 +235,14 @@ void child_process::reap_locked() {
     reaped_ = true;
     status_known_ = r == pid_;
     wait_status_ = status;
+}
+
+void ignore_sigpipe() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        struct sigaction current {};
+        if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+    });
 }
 
 }  // namespace airlock::mcp

@@ -86,4 +86,9 @@ struct started_child {
 // that names what is wrong (no argv, a program not found, a bad variable name, pipe or spawn errors).
 core::result<started_child> spawn_child(child_spec const& spec);
 
+// Writing to a child that has exited raises SIGPIPE, whose default action would end the process.
+// Asio guards sockets with MSG_NOSIGNAL but not pipes, so the signal is ignored process-wide —
+// only if nobody chose a disposition for it already. Idempotent and thread-safe.
+void ignore_sigpipe();
+
 }  // namespace airlock::mcp

@@ -300,6 +300,47 @@ asio::awaitable<core::tool_result<std::vector<upstream_tool>>> mcp_client::async
     co_return out;
 }
 
+namespace {
+
+// Progress notifications of a call go to its progress callback; every other notification to the
+// caller's notification callback. Empty when the caller wants neither.
+std::function<void(notification const&)> progress_router(std::function<void(progress_params const&)> on_progress,
+                                                          std::function<void(notification const&)> on_notification) {
+    if (!on_progress && !on_notification) return {};
+    return [on_progress = std::move(on_progress), on_notification = std::move(on_notification)](notification const& n) {
+        if (n.method != method::progress) {
+            if (on_notification) on_notification(n);
+            return;
+        }
+        if (!on_progress || !n.params) return;
+        if (auto p = parse_progress_params(*n.params)) on_progress(*p);
+    };
+}
+
+// A JSON-RPC error to tools/call: the codes that say the request itself was wrong are a refusal
+// (nothing ran); any other code is the tool failing.
+tool_error call_error(error_response const& err, std::string const& uri) {
+    auto const code = err.error.code;
+    bool const refused = code == rpc_code::parse_error || code == rpc_code::invalid_request ||
+                         code == rpc_code::method_not_found || code == rpc_code::invalid_params ||
+                         code == rpc_code::header_mismatch || code == rpc_code::missing_required_client_capability ||
+                         code == rpc_code::unsupported_protocol_version;
+    return tool_error{refused ? tool_error_kind::refused : tool_error_kind::tool_failed, uri,
+                      "JSON-RPC error " + std::to_string(code) + ": " + err.error.message};
+}
+
+tool_error about(tool_error e, std::string const& uri) {
+    e.tool = uri;
+    return e;
+}
+
+bool same_definition(mcp::tool const* before, mcp::tool const* now) {
+    return before && now && now->name == before->name && now->description == before->description &&
+           now->input_schema == before->input_schema;
+}
+
+}  // namespace
+
 asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool(
     core::tool_id tool, boost::json::value arguments, std::optional<core::provenance> prov,
     std::function<void(progress_params const&)> on_progress, std::optional<std::chrono::milliseconds> deadline,
@@ -310,11 +351,7 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
                              "this client serves '" + options_.server_name + "', not '" + tool.server() + "'"};
     if (!arguments.is_object() && !arguments.is_null())
         co_return tool_error{tool_error_kind::refused, uri, "arguments must be a JSON object"};
-    if (auto c = co_await async_ensure_connected(); !c) {
-        auto e = c.error();
-        e.tool = uri;
-        co_return e;
-    }
+    if (auto c = co_await async_ensure_connected(); !c) co_return about(c.error(), uri);
     // The definition travels with the call: a modern HTTP transport mirrors its x-mcp-header
     // arguments into headers. Held, so a concurrent re-listing cannot pull it away mid-call.
     std::shared_ptr<mcp::tool const> spec;
@@ -342,16 +379,7 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
         ro.deadline = deadline.value_or(options_.call_deadline);
         ro.called = spec.get();
         ro.on_server_request = on_server_request;
-        if (on_progress || on_notification) {
-            ro.on_notification = [on_progress, on_notification](notification const& n) {
-                if (n.method != method::progress) {
-                    if (on_notification) on_notification(n);
-                    return;
-                }
-                if (!on_progress || !n.params) return;
-                if (auto p = parse_progress_params(*n.params)) on_progress(*p);
-            };
-        }
+        ro.on_notification = progress_router(on_progress, on_notification);
         auto reply = co_await async_send(std::string(method::tools_call), std::move(params), std::move(ro));
         if (!reply) {
             auto const& te = reply.error();
@@ -362,19 +390,13 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
                     std::lock_guard lock(mutex_);
                     connected_ = false;
                 }
-                if (auto c = co_await async_ensure_connected(); !c) {
-                    auto e = c.error();
-                    e.tool = uri;
-                    co_return e;
-                }
+                if (auto c = co_await async_ensure_connected(); !c) co_return about(c.error(), uri);
                 // A new session may be a new server: the call goes again only to the same
                 // definition of the tool as the one it was made for.
                 auto before = spec;
                 if (auto listed = co_await async_relist_for(uri); !listed) co_return listed.error();
                 upstream = lookup();
-                bool same = upstream && spec && before && spec->name == before->name &&
-                            spec->description == before->description && spec->input_schema == before->input_schema;
-                if (!same)
+                if (!upstream || !same_definition(before.get(), spec.get()))
                     co_return tool_error{tool_error_kind::refused, uri,
                                          options_.server_name + ": the server's session ended and its new session " +
                                              "lists this tool differently; the call was not sent again"};
@@ -387,15 +409,7 @@ asio::awaitable<core::tool_result<call_tool_result>> mcp_client::async_call_tool
             }
             co_return to_tool_error(te, uri);
         }
-        if (auto const* err = std::get_if<error_response>(&*reply)) {
-            auto code = err->error.code;
-            bool refused = code == rpc_code::parse_error || code == rpc_code::invalid_request ||
-                           code == rpc_code::method_not_found || code == rpc_code::invalid_params ||
-                           code == rpc_code::header_mismatch || code == rpc_code::missing_required_client_capability ||
-                           code == rpc_code::unsupported_protocol_version;
-            co_return tool_error{refused ? tool_error_kind::refused : tool_error_kind::tool_failed, uri,
-                                 "JSON-RPC error " + std::to_string(code) + ": " + err->error.message};
-        }
+        if (auto const* err = std::get_if<error_response>(&*reply)) co_return call_error(*err, uri);
         auto const* res = std::get_if<response>(&*reply);
         if (!res) co_return tool_error{tool_error_kind::malformed, uri, "the reply is not a response"};
         auto parsed = parse_call_tool_result(res->result);

@@ -353,6 +353,48 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         co_return std::move(*ex);
     }
 
+    // One event of the response stream of `req`: a notification is delivered, a legacy server's
+    // request answered, our response ends the stream. Empty while the stream goes on.
+    asio::awaitable<std::optional<transport_result<message>>> on_stream_event(exchange& ex, sse_event& ev,
+                                                                              request const& req,
+                                                                              request_options const& o, era e,
+                                                                              time_point deadline) {
+        if (blank(ev.data)) co_return std::nullopt;  // priming events carry only an id
+        auto m = parse_message(ev.data);
+        if (!m) {
+            ex.conn->close();
+            co_return fail(kind::protocol, "an event from " + where() + " is not a JSON-RPC message: " +
+                                               m.error().reply.error.message);
+        }
+        if (auto* n = std::get_if<notification>(&*m)) {
+            deliver(*n, o);
+            co_return std::nullopt;
+        }
+        if (auto* sreq = std::get_if<request>(&*m)) {
+            if (e == era::modern) {
+                if (auto more = repeated_log.admit("request on a modern stream"))
+                    spdlog::warn("mcp http {}: ignored a {} request on a modern response stream{}", name(),
+                                 sreq->method, *more);
+                co_return std::nullopt;
+            }
+            request asked = std::move(*sreq);
+            // It came on this request's stream: it belongs to this request's caller.
+            bool in_time = co_await answer_server_request(std::move(asked), deadline, o.on_server_request);
+            if (in_time) co_return std::nullopt;
+            ex.conn->close();
+            co_return co_await deadline_passed(e, req);
+        }
+        auto id = id_of(*m);
+        // An error without an id on our own stream can only be about our request.
+        if (id && *id != req.id) {
+            spdlog::debug("mcp http {}: ignored a response to {} on the stream of {}", name(), to_string(*id),
+                          to_string(req.id));
+            co_return std::nullopt;
+        }
+        finish_stream(ex);
+        co_return std::move(*m);
+    }
+
     // Reads an SSE response stream until the response to `req` arrives.
     asio::awaitable<transport_result<message>> read_stream(exchange ex, request const& req, request_options const& o,
                                                            era e, time_point deadline) {
@@ -372,40 +414,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
                     co_return fail(kind::protocol, "the event stream from " + where() + ": " + fed.error().message);
                 }
                 for (auto& ev : events) {
-                    if (blank(ev.data)) continue;  // priming events carry only an id
-                    auto m = parse_message(ev.data);
-                    if (!m) {
-                        ex.conn->close();
-                        co_return fail(kind::protocol, "an event from " + where() + " is not a JSON-RPC message: " +
-                                                           m.error().reply.error.message);
-                    }
-                    if (auto* n = std::get_if<notification>(&*m)) {
-                        deliver(*n, o);
-                    } else if (auto* sreq = std::get_if<request>(&*m)) {
-                        if (e == era::modern) {
-                            if (auto more = repeated_log.admit("request on a modern stream"))
-                                spdlog::warn("mcp http {}: ignored a {} request on a modern response stream{}", name(),
-                                             sreq->method, *more);
-                            continue;
-                        }
-                        request asked = std::move(*sreq);
-                        // It came on this request's stream: it belongs to this request's caller.
-                        bool in_time = co_await answer_server_request(std::move(asked), deadline, o.on_server_request);
-                        if (!in_time) {
-                            ex.conn->close();
-                            co_return co_await deadline_passed(e, req);
-                        }
-                    } else {
-                        auto id = id_of(*m);
-                        // An error without an id on our own stream can only be about our request.
-                        if (id && *id != req.id) {
-                            spdlog::debug("mcp http {}: ignored a response to {} on the stream of {}", name(),
-                                          to_string(*id), to_string(req.id));
-                            continue;
-                        }
-                        finish_stream(ex);
-                        co_return std::move(*m);
-                    }
+                    if (auto done = co_await on_stream_event(ex, ev, req, o, e, deadline)) co_return std::move(*done);
                 }
                 if (rec) {
                     ec = rec;
@@ -451,6 +460,30 @@ struct http_transport::state : std::enable_shared_from_this<state> {
                           opts.max_resumptions);
             ex = std::move(*resumed);
         }
+    }
+
+    // A response with an application/json body: exactly one JSON-RPC response to `req`.
+    asio::awaitable<transport_result<message>> read_json_reply(exchange& ex, request const& req, era e,
+                                                               time_point deadline) {
+        auto body = co_await read_body(ex, opts.max_body_bytes, deadline);
+        if (body.too_large) {
+            ex.conn->close();
+            co_return fail(kind::protocol, "the response from " + where() + " is larger than " +
+                                               std::to_string(opts.max_body_bytes) + " bytes");
+        }
+        if (body.ec) {
+            ex.conn->close();
+            if (body.ec == beast::error::timeout) co_return co_await deadline_passed(e, req);
+            co_return fail(kind::no_reply, "the response from " + where() + " broke off: " + describe(body.ec));
+        }
+        release(ex);
+        auto m = parse_message(body.text);
+        if (!m) co_return fail(kind::protocol, "the response is not JSON-RPC: " + m.error().reply.error.message);
+        if (!std::holds_alternative<response>(*m) && !std::holds_alternative<error_response>(*m))
+            co_return fail(kind::protocol, "the response body to " + req.method + " is not a JSON-RPC response");
+        if (auto id = id_of(*m); id && *id != req.id)
+            co_return fail(kind::protocol, "the response carries id " + to_string(*id) + ", not " + to_string(req.id));
+        co_return std::move(*m);
     }
 
     asio::awaitable<transport_result<message>> request_op(request req, request_options o) {
@@ -511,27 +544,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         }
 
         switch (classify_content_type(ex->content_type())) {
-            case body_kind::json: {
-                auto body = co_await read_body(*ex, opts.max_body_bytes, deadline);
-                if (body.too_large) {
-                    ex->conn->close();
-                    co_return fail(kind::protocol, "the response from " + where() + " is larger than " +
-                                                       std::to_string(opts.max_body_bytes) + " bytes");
-                }
-                if (body.ec) {
-                    ex->conn->close();
-                    if (body.ec == beast::error::timeout) co_return co_await deadline_passed(e, req);
-                    co_return fail(kind::no_reply, "the response from " + where() + " broke off: " + describe(body.ec));
-                }
-                release(*ex);
-                auto m = parse_message(body.text);
-                if (!m) co_return fail(kind::protocol, "the response is not JSON-RPC: " + m.error().reply.error.message);
-                if (!std::holds_alternative<response>(*m) && !std::holds_alternative<error_response>(*m))
-                    co_return fail(kind::protocol, "the response body to " + req.method + " is not a JSON-RPC response");
-                if (auto id = id_of(*m); id && *id != req.id)
-                    co_return fail(kind::protocol, "the response carries id " + to_string(*id) + ", not " + to_string(req.id));
-                co_return std::move(*m);
-            }
+            case body_kind::json: co_return co_await read_json_reply(*ex, req, e, deadline);
             case body_kind::event_stream: co_return co_await read_stream(std::move(*ex), req, o, e, deadline);
             case body_kind::other: break;
         }

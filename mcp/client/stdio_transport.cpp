@@ -2,6 +2,7 @@
 
 #include "core/secrets.hpp"
 #include "mcp/client/stdio_child.hpp"
+#include "mcp/protocol/capped_lines.hpp"
 #include "mcp/protocol/line_class.hpp"
 #include "mcp/protocol/line_framer.hpp"
 #include "mcp/protocol/log_throttle.hpp"
@@ -69,17 +70,6 @@ std::string excerpt(std::string_view text, std::size_t cap = 200) {
     std::string head(text.substr(0, cap));
     core::secrets::redact_cut(head);
     return head + "... (" + std::to_string(text.size()) + " bytes)";
-}
-
-// Writing to a child that has exited raises SIGPIPE, whose default action would end airlock.
-// Asio guards sockets with MSG_NOSIGNAL but not pipes, so the signal is ignored process-wide —
-// only if nobody chose a disposition for it already.
-void ignore_sigpipe_once() {
-    static std::once_flag once;
-    std::call_once(once, [] {
-        struct sigaction current {};
-        if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
-    });
 }
 
 // Requests carry `_meta.progressToken` when the caller wants progress, and (2026-07-28)
@@ -330,36 +320,22 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
 
     asio::awaitable<void> read_stderr(keep_alive, std::shared_ptr<stdio_child> c) {
         std::string buf(read_chunk_bytes, '\0');
-        std::string line;
-        bool truncated = false;
+        capped_lines lines(stderr_line_cap);
         auto emit = [&] {
+            std::string line = lines.line();
             // The log hides whole secrets; a line cut at the cap may end in part of one.
-            if (truncated) core::secrets::redact_cut(line);
+            if (lines.truncated()) core::secrets::redact_cut(line);
             // A server's diagnostics are not errors by themselves (the spec says so): info level.
-            spdlog::info("upstream {} stderr: {}{}", name(), line, truncated ? " [truncated]" : "");
-            line.clear();
-            truncated = false;
+            spdlog::info("upstream {} stderr: {}{}", name(), line, lines.truncated() ? " [truncated]" : "");
         };
         for (;;) {
             auto [ec, n] = co_await c->err.async_read_some(asio::buffer(buf), as_tuple(use_awaitable));
             std::string_view data(buf.data(), n);
-            while (!data.empty()) {
-                auto nl = data.find('\n');
-                auto part = data.substr(0, nl);
-                if (line.size() + part.size() > stderr_line_cap) {
-                    line.append(part.substr(0, stderr_line_cap - line.size()));
-                    truncated = true;
-                } else if (!truncated) {
-                    line.append(part);
-                }
-                if (nl == std::string_view::npos) break;
-                data.remove_prefix(nl + 1);
-                if (!line.empty() && line.back() == '\r') line.pop_back();
-                emit();
-            }
+            while (!data.empty())
+                if (lines.take(data)) emit();
             if (ec) break;
         }
-        if (!line.empty() && !abandoned) emit();
+        if (lines.finish() && !abandoned) emit();
     }
 
     void handle_line(std::shared_ptr<stdio_child> const& c, std::string_view line) {
@@ -755,7 +731,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
 
 stdio_transport::stdio_transport(asio::any_io_executor exec, stdio_options opts)
     : state_(std::make_shared<state>(std::move(exec), std::move(opts))) {
-    ignore_sigpipe_once();
+    ignore_sigpipe();
 }
 
 stdio_transport::~stdio_transport() {

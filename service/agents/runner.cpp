@@ -52,14 +52,14 @@ json::object admitted_body(agent_entry const& agent, run_request const& request,
 }
 
 core::result<std::shared_ptr<runner>> runner::make(runner_options options) {
-    if (!options.journal) return core::make_error("invalid_runner", "the runner needs a journal");
-    if (!options.tools) return core::make_error("invalid_runner", "the runner needs a tool client");
-    if (!options.executor) return core::make_error("invalid_runner", "the runner needs an executor");
+    if (!options.journal) return core::make_error(core::errc::invalid_runner, "the runner needs a journal");
+    if (!options.tools) return core::make_error(core::errc::invalid_runner, "the runner needs a tool client");
+    if (!options.executor) return core::make_error(core::errc::invalid_runner, "the runner needs an executor");
     std::set<std::string> names;
     for (auto const& a : options.agents) {
         if (!names.insert(a.manifest.name).second)
-            return core::make_error("invalid_runner", "agent '" + a.manifest.name + "' is configured twice");
-        if (!a.provider) return core::make_error("invalid_runner", "agent '" + a.manifest.name + "' has no model provider");
+            return core::make_error(core::errc::invalid_runner, "agent '" + a.manifest.name + "' is configured twice");
+        if (!a.provider) return core::make_error(core::errc::invalid_runner, "agent '" + a.manifest.name + "' has no model provider");
     }
     if (!options.random) options.random = csprng;
     return std::shared_ptr<runner>(new runner(std::move(options)));
@@ -89,14 +89,14 @@ asio::awaitable<core::result<run_ticket>> runner::async_start(run_request reques
     agent_entry const* chosen = nullptr;
     if (!request.agent.empty()) {
         chosen = agent(request.agent);
-        if (!chosen) co_return core::make_error("unknown_agent", "agent: no agent named '" + request.agent + "'");
+        if (!chosen) co_return core::make_error(core::errc::unknown_agent, "agent: no agent named '" + request.agent + "'");
     } else if (!request.capability.empty()) {
         std::vector<agent_entry const*> providers;
         for (auto const& a : options_.agents)
             for (auto const& c : a.manifest.provides)
                 if (c == request.capability) providers.push_back(&a);
         if (providers.empty())
-            co_return core::make_error("unknown_capability", "capability: no agent provides '" + request.capability + "'");
+            co_return core::make_error(core::errc::unknown_capability, "capability: no agent provides '" + request.capability + "'");
         if (providers.size() > 1)
             co_return core::make_error("ambiguous_capability", "capability: '" + request.capability +
                                                                    "' is provided by several agents; name the agent");
@@ -155,22 +155,22 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
     auto read = co_await options_.journal->async_read(run_id, 1);
     if (!read) co_return read.error();
     auto records = std::move(*read);
-    if (records.empty()) co_return core::make_error("unknown_run", "no run " + run_id);
+    if (records.empty()) co_return core::make_error(core::errc::unknown_run, "no run " + run_id);
     if (records.front().kind != core::record_kind::run_admitted)
-        co_return core::make_error("not_admitted", "run " + run_id + " does not start with run_admitted");
+        co_return core::make_error(core::errc::not_admitted, "run " + run_id + " does not start with run_admitted");
     auto const& admitted = records.front().body;
     std::string agent_name;
     if (auto const* a = admitted.if_contains("agent"); a && a->is_object()) agent_name = core::body_string(a->get_object(), "name");
     auto const* entry = agent(agent_name);
-    if (!entry) co_return core::make_error("unknown_agent", "run " + run_id + " was made by agent '" + agent_name +
+    if (!entry) co_return core::make_error(core::errc::unknown_agent, "run " + run_id + " was made by agent '" + agent_name +
                                                                 "', which is not configured");
     auto parsed_id = core::run_id::parse(run_id);
-    if (!parsed_id) co_return core::make_error("invalid_run", "run id " + run_id + " is not a ULID");
+    if (!parsed_id) co_return core::make_error(core::errc::invalid_run, "run id " + run_id + " is not a ULID");
     core::run_input input;
     if (auto const* in = admitted.if_contains("input")) input.value = *in;
     if (auto const* l = admitted.if_contains("input_label")) {
         auto label = core::label_from_json(*l);
-        if (!label) co_return core::make_error("malformed_record", "seq 1: input_label: " + label.error().message);
+        if (!label) co_return core::make_error(core::errc::malformed_record, "seq 1: input_label: " + label.error().message);
         input.input_label = *label;
     }
 
@@ -198,7 +198,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
 asio::awaitable<core::result<run_view>> runner::async_get(std::string run_id) {
     auto head = co_await options_.journal->async_head(run_id);
     if (!head) co_return head.error();
-    if (!*head) co_return core::make_error("unknown_run", "no run " + run_id);
+    if (!*head) co_return core::make_error(core::errc::unknown_run, "no run " + run_id);
     run_view v;
     v.summary = **head;
     v.output = nullptr;
@@ -254,14 +254,14 @@ asio::awaitable<core::result<core::run_page>> runner::async_list(core::run_filte
 asio::awaitable<core::result<std::vector<core::record>>> runner::async_journal(std::string run_id, std::uint64_t from_seq) {
     auto head = co_await options_.journal->async_head(run_id);
     if (!head) co_return head.error();
-    if (!*head) co_return core::make_error("unknown_run", "no run " + run_id);
+    if (!*head) co_return core::make_error(core::errc::unknown_run, "no run " + run_id);
     co_return co_await options_.journal->async_read(run_id, from_seq);
 }
 
 asio::awaitable<core::result<std::optional<core::chain_fault>>> runner::async_verify(std::string run_id) {
     auto head = co_await options_.journal->async_head(run_id);
     if (!head) co_return head.error();
-    if (!*head) co_return core::make_error("unknown_run", "no run " + run_id);
+    if (!*head) co_return core::make_error(core::errc::unknown_run, "no run " + run_id);
     co_return co_await options_.journal->async_verify(run_id);
 }
 
@@ -278,7 +278,7 @@ asio::awaitable<core::result<void>> runner::async_cancel(std::string run_id) {
     }
     auto head = co_await options_.journal->async_head(run_id);
     if (!head) co_return head.error();
-    if (!*head) co_return core::make_error("unknown_run", "no run " + run_id);
+    if (!*head) co_return core::make_error(core::errc::unknown_run, "no run " + run_id);
     if ((*head)->sealed)
         co_return core::make_error("not_cancellable", "run " + run_id + " has already ended (" + (*head)->status + ")");
     if ((*head)->status != "awaiting_approval" && !was_queued)

@@ -121,7 +121,7 @@ core::result<std::shared_ptr<runner>> make_runner(config const& c, runner_parts 
             auto name = a.provider.value_or("");
             auto it = parts.providers.find(name);
             if (it == parts.providers.end())
-                return core::make_error("unknown_provider", "agent " + a.name + ": no model provider named '" + name + "'");
+                return core::make_error(core::errc::unknown_provider, "agent " + a.name + ": no model provider named '" + name + "'");
             e.provider_name = name;
             e.provider = it->second;
         }

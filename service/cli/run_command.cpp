@@ -104,7 +104,7 @@ core::result<json::value> parse_input(std::string const& text) {
     boost::system::error_code ec;
     auto used = p.write(text.data(), text.size(), ec);
     if (!ec) p.finish(ec);
-    if (ec) return core::make_error("invalid_input", "--input: not valid JSON at byte " + std::to_string(used) + " (" +
+    if (ec) return core::make_error(core::errc::invalid_input, "--input: not valid JSON at byte " + std::to_string(used) + " (" +
                                                          ec.message() + ")");
     return p.release();
 }
@@ -150,7 +150,7 @@ core::result<agent_config> agent_of(run_args const& a, config const& c) {
             }
             names += (names.empty() ? "" : ", ") + p.name;
         }
-        return core::make_error("unknown_provider", "--provider: the configuration has no provider '" + *a.provider + "'" +
+        return core::make_error(core::errc::unknown_provider, "--provider: the configuration has no provider '" + *a.provider + "'" +
                                                         (names.empty() ? std::string(" (it configures none)")
                                                                        : " (it has: " + names + ")"));
     }
@@ -232,7 +232,7 @@ int report(std::future<core::result<outcome>>& fut, std::string const& run_id, b
                   << " is left to be resumed\n";
         return 1;
     }
-    core::result<outcome> r = core::make_error("internal", "");
+    core::result<outcome> r = core::make_error(core::errc::internal, "");
     try {
         r = fut.get();
     } catch (std::exception const& e) {

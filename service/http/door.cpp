@@ -2,10 +2,64 @@
 
 #include "core/ascii.hpp"
 
+#include <boost/asio/ip/address.hpp>
+
 #include <algorithm>
 #include <utility>
 
 namespace airlock::service {
+
+bool is_loopback_host(std::string_view host) noexcept {
+    if (core::iequals(host, "localhost")) return true;
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    boost::system::error_code ec;
+    auto a = boost::asio::ip::make_address(std::string(host), ec);
+    return !ec && a.is_loopback();
+}
+
+std::vector<std::string> default_allowed_hosts(std::string_view listen_host, std::uint16_t port) {
+    if (!is_loopback_host(listen_host)) return {};
+    auto p = ":" + std::to_string(port);
+    std::vector<std::string> out{"127.0.0.1" + p, "localhost" + p, "[::1]" + p};
+    // Another loopback address (127.0.0.2) is reachable by that name too.
+    std::string h = core::ascii_lowercase(listen_host);
+    if (h.find(':') != std::string::npos && h.front() != '[') h = "[" + h + "]";
+    if (std::find(out.begin(), out.end(), h + p) == out.end()) out.push_back(h + p);
+    return out;
+}
+
+std::vector<std::string> default_allowed_origins(std::string_view listen_host, std::uint16_t port) {
+    std::vector<std::string> out;
+    for (auto const& h : default_allowed_hosts(listen_host, port)) {
+        out.push_back("http://" + h);
+        out.push_back("https://" + h);
+    }
+    return out;
+}
+
+void allow_origin(http::response_header<>& h, std::string_view origin, cors_rules const& rules) {
+    h.set(http::field::access_control_allow_origin, origin);
+    h.set(http::field::access_control_expose_headers, rules.expose);
+}
+
+http_response preflight_response(http_request const& req, std::string_view origin, cors_rules const& rules) {
+    http_response res{http::status::no_content, req.version()};
+    res.set(http::field::allow, rules.allow);
+    // The headers allowed are the ones the browser asked for: the answer depends on those too.
+    res.set(http::field::vary, "Origin, Access-Control-Request-Headers");
+    if (!origin.empty()) {
+        allow_origin(res.base(), origin, rules);
+        res.set(http::field::access_control_allow_methods, rules.methods);
+        // The headers a request may carry include ones named after a tool's arguments
+        // (Mcp-Param-*): the browser's own list of what it will send is the one to allow.
+        auto const asked_field = req[http::field::access_control_request_headers];
+        std::string_view const asked(asked_field.data(), asked_field.size());
+        res.set(http::field::access_control_allow_headers, !asked.empty() ? asked : rules.default_headers);
+        res.set(http::field::access_control_max_age, "600");
+    }
+    res.prepare_payload();
+    return res;
+}
 
 namespace {
 

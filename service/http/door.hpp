@@ -12,6 +12,7 @@
 #include "core/errc.hpp"
 #include "service/http/http_server.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -34,6 +35,27 @@ struct door_policy {
     bool allow_anonymous = false;  // a request without credentials is served, as nobody
     bool answers_preflight = false;  // an OPTIONS request is a CORS preflight, answered before credentials
 };
+
+// The Host values and Origins accepted by default for a server listening on `host`:`port` (empty
+// for a host that is not loopback).
+std::vector<std::string> default_allowed_hosts(std::string_view listen_host, std::uint16_t port);
+std::vector<std::string> default_allowed_origins(std::string_view listen_host, std::uint16_t port);
+// 127.0.0.0/8, ::1 or "localhost".
+bool is_loopback_host(std::string_view host) noexcept;
+
+// What a browser may send and read at an endpoint that answers CORS preflights.
+struct cors_rules {
+    std::string_view allow;            // the Allow header of a preflight: every method, OPTIONS included
+    std::string_view methods;          // Access-Control-Allow-Methods
+    std::string_view default_headers;  // allowed when the browser does not list what it will send
+    std::string_view expose;           // Access-Control-Expose-Headers: what a script may read
+};
+
+// The answer to an allowed preflight (door_preflight): 204 saying what a browser at `origin` may
+// send. It carries no credentials and was judged only by Host and Origin.
+http_response preflight_response(http_request const& req, std::string_view origin, cors_rules const& rules);
+// Lets a browser script at an allowed `origin` read a reply.
+void allow_origin(http::response_header<>& head, std::string_view origin, cors_rules const& rules);
 
 // Builds a policy, lowercasing the hosts and origins as the door compares them.
 door_policy make_door_policy(std::vector<std::string> hosts, std::vector<std::string> origins,

@@ -1,13 +1,11 @@
 #include "service/http/request_rules.hpp"
 
-#include <boost/beast/core/string.hpp>
+#include "core/ascii.hpp"
 
 #include <algorithm>
 #include <vector>
 
 namespace airlock::service {
-
-namespace beast = boost::beast;
 
 std::optional<std::string_view> repeated_singleton_field(http_request const& req) {
     static constexpr std::string_view singletons[] = {"Authorization", "Host", "Origin", "Content-Type",
@@ -36,10 +34,8 @@ std::optional<framing_refusal> refuse_framing(http_request const& req) {
         std::string_view list(f.value().data(), f.value().size());
         while (!list.empty()) {
             auto comma = list.find(',');
-            auto coding = list.substr(0, comma);
+            auto coding = core::trim_ows(list.substr(0, comma));
             list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
-            while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
-            while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
             if (!coding.empty()) codings.push_back(coding);
         }
     }
@@ -50,7 +46,7 @@ std::optional<framing_refusal> refuse_framing(http_request const& req) {
     if (req.find(http::field::content_length) != req.end())
         return framing_refusal{bad, "bad_transfer_encoding",
                                "the request carries both Content-Length and Transfer-Encoding; send one of them"};
-    auto is_chunked = [](std::string_view c) { return beast::iequals(c, "chunked"); };
+    auto is_chunked = [](std::string_view c) { return core::iequals(c, "chunked"); };
     if (codings.empty() || !is_chunked(codings.back()) || std::count_if(codings.begin(), codings.end(), is_chunked) != 1)
         return framing_refusal{bad, "bad_transfer_encoding", "Transfer-Encoding must end with chunked, named once"};
     if (codings.size() > 1)

@@ -16,7 +16,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
-#include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -39,34 +38,6 @@ namespace json = boost::json;
 using asio::as_tuple;
 using asio::use_awaitable;
 using error_code = boost::system::error_code;
-
-bool is_loopback_host(std::string_view host) noexcept {
-    if (core::iequals(host, "localhost")) return true;
-    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-    error_code ec;
-    auto a = asio::ip::make_address(std::string(host), ec);
-    return !ec && a.is_loopback();
-}
-
-std::vector<std::string> default_allowed_hosts(std::string_view listen_host, std::uint16_t port) {
-    if (!is_loopback_host(listen_host)) return {};
-    auto p = ":" + std::to_string(port);
-    std::vector<std::string> out{"127.0.0.1" + p, "localhost" + p, "[::1]" + p};
-    // Another loopback address (127.0.0.2) is reachable by that name too.
-    std::string h = core::ascii_lowercase(listen_host);
-    if (h.find(':') != std::string::npos && h.front() != '[') h = "[" + h + "]";
-    if (std::find(out.begin(), out.end(), h + p) == out.end()) out.push_back(h + p);
-    return out;
-}
-
-std::vector<std::string> default_allowed_origins(std::string_view listen_host, std::uint16_t port) {
-    std::vector<std::string> out;
-    for (auto const& h : default_allowed_hosts(listen_host, port)) {
-        out.push_back("http://" + h);
-        out.push_back("https://" + h);
-    }
-    return out;
-}
 
 // ---------------------------------------------------------------- the endpoint
 
@@ -138,6 +109,12 @@ mcp::http_headers headers_of(http_request const& req) {
 
 std::string short_id(std::string const& id) { return id.substr(0, 8); }
 
+// What a browser client of /mcp may send and read (service/http/door answers its preflights).
+constexpr cors_rules mcp_cors{
+    "POST, GET, DELETE, OPTIONS", "POST, GET, DELETE",
+    "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID",
+    "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate"};
+
 mcp::session_table::options session_options(mcp_endpoint_options const& o) {
     return {o.session_idle_timeout, o.max_sessions, o.max_sessions_per_principal, o.random, o.clock};
 }
@@ -196,26 +173,14 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         if (auto more = door_log.admit(r.log_key)) spdlog::warn("mcp: {}{}", r.log_message, *more);
     }
 
-    // Host and Origin (service/http/door), answered as JSON-RPC.
-    std::optional<http_response> check_host_origin(http_request const& req) {
-        auto refused = service::check_host_origin(*door_now(), read_door_request(req));
-        if (!refused) return std::nullopt;
-        log_refusal(*refused);
-        return rpc_error(refused->status, std::nullopt, core::to_jsonrpc_code(refused->code), "Forbidden: " + refused->detail,
-                         req.version());
-    }
-
-    // The principal, or the 401 to send. The token is never logged, stored or passed on.
-    std::variant<std::string, http_response> authenticate(http_request const& req) {
-        auto who = check_credentials(*door_now(), read_door_request(req));
-        if (auto* refused = std::get_if<door_refusal>(&who)) {
-            log_refusal(*refused);
-            auto res = rpc_error(refused->status, std::nullopt, core::to_jsonrpc_code(refused->code),
-                                 "Unauthorized: " + refused->detail, req.version());
-            res.set(http::field::www_authenticate, refused->www_authenticate);
-            return res;
-        }
-        return std::get<door_admitted>(std::move(who)).principal;
+    // The door's refusal (service/http/door), answered as JSON-RPC. The token is never logged,
+    // stored or passed on.
+    http_response refusal_reply(door_refusal const& refused, unsigned version) {
+        log_refusal(refused);
+        auto res = rpc_error(refused.status, std::nullopt, core::to_jsonrpc_code(refused.code),
+                             (refused.status == 401 ? "Unauthorized: " : "Forbidden: ") + refused.detail, version);
+        if (!refused.www_authenticate.empty()) res.set(http::field::www_authenticate, refused.www_authenticate);
+        return res;
     }
 
     // ------------------------------------------------------------ sessions
@@ -470,52 +435,28 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     }
 
     asio::awaitable<http_reply> handle_at_door(http_request& req) {
-        if (auto refused = check_host_origin(req)) co_return std::move(*refused);
-        // An Origin that got past the check is allowed: a browser client there may read the reply.
+        auto verdict = pass_door(*door_now(), read_door_request(req));
+        auto const* refused = std::get_if<door_refusal>(&verdict);
+        if (refused && (refused->kind == door_refusal_kind::host_missing ||
+                        refused->kind == door_refusal_kind::host_not_allowed ||
+                        refused->kind == door_refusal_kind::origin_not_allowed))
+            co_return refusal_reply(*refused, req.version());
+        // An Origin that got past the check is allowed: a browser client there may read the reply,
+        // a refusal of its credentials included.
         std::string const origin(req[http::field::origin]);
-        if (req.method() == http::verb::options) co_return preflight(req, origin);
-        auto reply = co_await handle_allowed(req);
-        if (!origin.empty()) std::visit([&](auto& r) { allow_origin(head_of(r), origin); }, reply);
+        if (std::holds_alternative<door_preflight>(verdict)) co_return preflight_response(req, origin, mcp_cors);
+        http_reply reply;
+        if (refused) reply = refusal_reply(*refused, req.version());
+        else reply = co_await handle_allowed(req, std::get<door_admitted>(verdict).principal);
+        if (!origin.empty()) std::visit([&](auto& r) { allow_origin(head_of(r), origin, mcp_cors); }, reply);
         co_return reply;
     }
 
     static http::response_header<>& head_of(http_response& r) { return r.base(); }
     static http::response_header<>& head_of(http_stream& s) { return s.head.base(); }
 
-    static void allow_origin(http::response_header<>& h, std::string_view origin) {
-        h.set(http::field::access_control_allow_origin, origin);
-        h.set(http::field::access_control_expose_headers, "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate");
-    }
-
-    // A CORS preflight carries no credentials: it is answered before authentication, and says only
-    // what a browser may send. Origins other than the allowed ones were refused above.
-    static http_response preflight(http_request const& req, std::string_view origin) {
-        http_response res{http::status::no_content, req.version()};
-        res.set(http::field::allow, "POST, GET, DELETE, OPTIONS");
-        // The headers allowed are the ones the browser asked for: the answer depends on those too.
-        res.set(http::field::vary, "Origin, Access-Control-Request-Headers");
-        if (!origin.empty()) {
-            allow_origin(res.base(), origin);
-            res.set(http::field::access_control_allow_methods, "POST, GET, DELETE");
-            // The headers a request may carry include Mcp-Param-* ones named after a tool's arguments:
-            // the browser's own list of what it will send is the one to allow.
-            auto const asked_field = req[http::field::access_control_request_headers];
-            std::string_view const asked(asked_field.data(), asked_field.size());
-            res.set(http::field::access_control_allow_headers,
-                    !asked.empty() ? asked
-                                   : std::string_view("Authorization, Content-Type, Accept, Mcp-Session-Id, "
-                                                      "MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID"));
-            res.set(http::field::access_control_max_age, "600");
-        }
-        res.prepare_payload();
-        return res;
-    }
-
-    asio::awaitable<http_reply> handle_allowed(http_request& req) {
+    asio::awaitable<http_reply> handle_allowed(http_request& req, std::string principal) {
         unsigned v = req.version();
-        auto who = authenticate(req);
-        if (auto* refused = std::get_if<http_response>(&who)) co_return std::move(*refused);
-        auto principal = std::get<std::string>(std::move(who));
         note_principal(req, principal);
         sweep();
         switch (req.method()) {

@@ -75,13 +75,6 @@ struct mcp_endpoint_options {
     std::function<std::chrono::steady_clock::time_point()> clock;       // for idle expiry; steady_clock when empty
 };
 
-// The Host values and Origins accepted by default for a server listening on `host`:`port` (empty
-// for a host that is not loopback).
-std::vector<std::string> default_allowed_hosts(std::string_view listen_host, std::uint16_t port);
-std::vector<std::string> default_allowed_origins(std::string_view listen_host, std::uint16_t port);
-// 127.0.0.0/8, ::1 or "localhost".
-bool is_loopback_host(std::string_view host) noexcept;
-
 class mcp_endpoint {
 public:
     mcp_endpoint(std::shared_ptr<mcp::server_backend> backend, mcp_endpoint_options options);

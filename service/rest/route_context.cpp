@@ -38,17 +38,17 @@ http_response route_context::unknown_param_problem(std::string const& key) const
 
 // An empty body is not JSON: read as {}, it would be blamed on fields the caller never sent.
 core::result<json::object> route_context::body_object() const {
-    if (req.body().empty()) return core::make_error("bad_request", "the body is empty: it must be a JSON object");
+    if (req.body().empty()) return core::make_error(core::errc::bad_request, "the body is empty: it must be a JSON object");
     auto ct = req[http::field::content_type];
     auto base = core::ascii_lowercase(ct.substr(0, ct.find(';')));
     while (!base.empty() && base.back() == ' ') base.pop_back();
-    if (base != "application/json") return core::make_error("unsupported_media_type", "the body must be application/json");
+    if (base != "application/json") return core::make_error(core::errc::unsupported_media_type, "the body must be application/json");
     auto v = core::parse_ijson(req.body());
     if (!v && v.error().code == "too_deep")
-        return core::make_error("too_deep", "the body nests deeper than " + std::to_string(core::max_json_depth) +
+        return core::make_error(core::errc::too_deep, "the body nests deeper than " + std::to_string(core::max_json_depth) +
                                                 " levels, the most airlock accepts");
-    if (!v) return core::make_error("bad_request", "the body is not valid JSON: " + v.error().message);
-    if (!v->is_object()) return core::make_error("bad_request", "the body must be a JSON object");
+    if (!v) return core::make_error(core::errc::bad_request, "the body is not valid JSON: " + v.error().message);
+    if (!v->is_object()) return core::make_error(core::errc::bad_request, "the body must be a JSON object");
     return std::move(v->get_object());
 }
 
@@ -74,10 +74,10 @@ http_response route_context::forbidden(std::string_view detail) const {
 // A run the caller may not see is answered exactly as one that does not exist, so its id reveals
 // nothing.
 asio::awaitable<core::result<core::run_summary>> route_context::async_run_head(std::string id) const {
-    if (auto bad = core::check_run_id(id); !bad) co_return core::make_error("unknown_run", "no run " + id);
+    if (auto bad = core::check_run_id(id); !bad) co_return core::make_error(core::errc::unknown_run, "no run " + id);
     auto head = co_await options.journal->async_head(id);
     if (!head) co_return head.error();
-    if (!*head || !sees(**head)) co_return core::make_error("unknown_run", "no run " + id);
+    if (!*head || !sees(**head)) co_return core::make_error(core::errc::unknown_run, "no run " + id);
     co_return std::move(**head);
 }
 
