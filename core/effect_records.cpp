@@ -33,6 +33,7 @@ json::object to_json(effect_started const& s) {
     if (s.provenance) o["provenance"] = *s.provenance;
     if (s.request_id) o["request_id"] = *s.request_id;
     if (s.at_ms) o["at_ms"] = *s.at_ms;
+    if (s.caller) o["caller"] = *s.caller;
     return o;
 }
 
@@ -140,6 +141,7 @@ result<effect_started> parse_effect_started(json::object const& body) {
     s.provenance = in.object("provenance");
     s.request_id = in.string("request_id");
     s.at_ms = in.u64("at_ms");
+    s.caller = in.object("caller");
     if (in.fault()) return *in.fault();
     return s;
 }

@@ -49,6 +49,9 @@ struct effect_started {
     std::optional<boost::json::object> provenance;
     std::optional<std::string> request_id;  // the JSON-RPC id of the gateway call, as text
     std::optional<std::uint64_t> at_ms;
+    // The gateway, when an OAuth access token admitted the caller: {"method": "oauth", "issuer",
+    // "subject", "token_id"} - never the token. Written last, and only then.
+    std::optional<boost::json::object> caller;
 };
 
 // effect_done: the call's output and the label it carries into the run; usage for a model call.

@@ -40,6 +40,7 @@ void exchange::bind(std::shared_ptr<served_request> const& rq, request const& r,
     }
     auto& ctx = rq->ctx;
     ctx.principal = std::move(who.principal);
+    ctx.authentication = std::move(who.authentication);
     ctx.session_id = std::move(who.session_id);
     ctx.client_era = who.client_era;
     ctx.protocol_version = std::move(who.version);

@@ -101,6 +101,7 @@ public:
     // Who serves a request, in which era, with what the client declared.
     struct caller {
         std::string principal;
+        boost::json::object authentication;  // request_context::authentication
         std::string session_id;  // legacy; "" for modern
         era client_era = era::legacy;
         std::string version;

@@ -34,6 +34,9 @@ readiness_inputs readiness_of(ops_state& s) {
         if (state == gateway::upstream_state::refused) u.state = readiness_inputs::upstream_state::refused;
         in.upstreams.push_back(std::move(u));
     }
+    if (s.oauth)
+        for (auto const& i : s.oauth->keys->states())
+            in.issuers.push_back({i.issuer, i.ready ? "keys" : i.keys ? "keys_expired" : "no_keys"});
     return in;
 }
 
@@ -57,6 +60,8 @@ asio::awaitable<http_response> ops_route(std::shared_ptr<ops_state> s, http_requ
     auto target = req.target();
     auto path = target.substr(0, target.find('?'));
     if (path == "/healthz") co_return healthz_response(req);
+    if (s->oauth)
+        if (auto md = resource_metadata_reply(s->oauth->metadata, req)) co_return std::move(*md);
     if (path == "/readyz") {
         // Answered from what is known now; stale upstream states are refreshed in the background,
         // so a probe never waits on an upstream.

@@ -1,6 +1,7 @@
 #pragma once
 // What `airlock serve` answers besides /mcp and /v1: /healthz, /readyz, /metrics, and 404.
 
+#include "service/app/oauth.hpp"
 #include "service/app/lifecycle.hpp"
 #include "service/app/serving.hpp"
 #include "service/http/http_server.hpp"
@@ -19,6 +20,7 @@ struct ops_state {
     std::shared_ptr<serving> sv;  // the gateway and configuration in force, after any reload
     lifecycle* life = nullptr;
     metrics_config metrics_settings;
+    std::shared_ptr<oauth_parts> oauth;  // auth.oauth; null without it
     std::atomic<bool> probing{false};
 };
 

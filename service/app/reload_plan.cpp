@@ -65,6 +65,25 @@ std::vector<std::string> restart_only_changes(config const& before, config const
     };
     if (providers_of(before) != providers_of(after)) out.push_back("providers");
     if (before.runs.max_concurrent_runs != after.runs.max_concurrent_runs) out.push_back("runs.max_concurrent_runs");
+    // The doors hold the OAuth guard and its key fetcher from the start.
+    auto oauth_of = [](config const& c) {
+        std::vector<std::string> v;
+        if (!c.auth.oauth) return v;
+        auto const& o = *c.auth.oauth;
+        v.push_back(o.resource);
+        for (auto const& i : o.issuers)
+            v.push_back(i.issuer + " " + (i.verify_peer ? "1" : "0") + " " + i.ca_file.value_or(""));
+        for (auto const* list : {&o.audiences, &o.scopes_supported, &o.required_scopes, &o.algorithms}) {
+            std::string joined;
+            for (auto const& s : *list) joined += s + " ";
+            v.push_back(joined);
+        }
+        v.push_back(std::to_string(o.clock_skew.count()) + " " + std::to_string(o.jwks_refresh.count()) + " " +
+                    std::to_string(o.jwks_max_age.count()) + " " + o.principal_claim);
+        for (auto const& [value, name] : o.principals) v.push_back(value + "=" + name);
+        return v;
+    };
+    if (oauth_of(before) != oauth_of(after)) out.push_back("auth.oauth");
     return out;
 }
 

@@ -182,6 +182,7 @@ std::shared_ptr<rest_api> make_rest(config const& c, service_core const& sc, ser
     rest_api_options ro;
     ro.journal = sc.journal;
     ro.authenticate = eo.authenticate;
+    ro.oauth = eo.oauth;
     ro.allow_anonymous = eo.allow_anonymous;
     ro.anonymous_principal = [tokens = sv.tokens] { return tokens->anonymous(); };
     ro.is_operator = [tokens = sv.tokens](std::string_view name) { return tokens->is_operator(name); };
@@ -321,7 +322,10 @@ int run_serve(std::vector<std::string> const& args) {
     }
     adopt_core(*sv, *sc, *c);
 
+    // auth.oauth: the doors take access tokens beside the static ones; the keys are fetched below.
+    auto oauth = make_oauth(*c, ioc.get_executor(), metrics);
     auto eo = endpoint_options(*c, *sv);
+    if (oauth) eo.oauth = oauth->door;
     // Whatever the gateway relays, the client sees no configured secret.
     auto endpoint = std::make_shared<mcp_endpoint>(std::make_shared<redacting_backend>(sv->backend), eo);
     auto http_options = to_http_server_options(c->server);
@@ -331,6 +335,7 @@ int run_serve(std::vector<std::string> const& args) {
     ops->sv = sv;
     ops->life = &life;
     ops->metrics_settings = c->metrics;
+    ops->oauth = oauth;
     request_observer_options observer;
     observer.metrics = metrics;
     set_refusals(http_options, observer);
@@ -339,6 +344,8 @@ int run_serve(std::vector<std::string> const& args) {
     auto where = listen_where(server, http_options, *endpoint, *rest);
     if (!where) return 1;
     server.start();
+    // The issuers' keys: readiness waits for them; a token that arrives first is refused (401).
+    if (oauth) mcp::spawn_logged(ioc.get_executor(), oauth->keys->async_start(), "oauth keys");
     // Capabilities and pins are known sooner when the upstreams are met before the first client.
     mcp::spawn_logged(ioc.get_executor(), sc->gw->async_connect_upstreams(), "connect upstreams");
     // Agent runs a previous process admitted and did not finish go on from their journals.
@@ -351,7 +358,7 @@ int run_serve(std::vector<std::string> const& args) {
                  threads == 1 ? "" : "s", polling);
     if (a.hints.value_or(::isatty(STDOUT_FILENO) == 1)) std::cout << start_hints(*c, *where) << std::flush;
 
-    serve_shutdown stopping({ioc, server, life, sv, endpoint, sc->runs, c->server.drain_grace});
+    serve_shutdown stopping({ioc, server, life, sv, endpoint, sc->runs, c->server.drain_grace, oauth ? oauth->keys : nullptr});
     on_drain = [&stopping](int sig) { stopping.drain(sig); };
     on_stop_now = [&stopping](int sig) { stopping.stop_now(sig); };
 

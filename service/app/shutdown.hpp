@@ -8,6 +8,7 @@
 #include "service/app/lifecycle.hpp"
 #include "service/app/serving.hpp"
 #include "service/http/http_server.hpp"
+#include "service/http/oauth_keys.hpp"
 #include "service/mcp/streamable_http_endpoint.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -27,6 +28,7 @@ struct shutdown_parts {
     std::shared_ptr<mcp_endpoint> endpoint;
     std::shared_ptr<runner> runs;
     std::chrono::milliseconds drain_grace;
+    std::shared_ptr<oauth_keys> oauth_keys;  // auth.oauth's key refresh; null without it
 };
 
 // Lives as long as the loop runs (the signal handlers call it from the loop's threads).

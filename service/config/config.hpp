@@ -172,6 +172,35 @@ struct metrics_config {
     std::optional<std::string> token_env;  // the variable's name, not its value
 };
 
+// An authorization server whose access tokens airlock accepts (auth.oauth.issuers).
+struct oauth_issuer_config {
+    std::string issuer;  // exact: the tokens' `iss` and the discovered metadata's `issuer` must equal it
+    core::destination destination;  // remote{scheme, host, port}: the egress allowlist must name it
+    bool verify_peer = true;
+    std::optional<std::string> ca_file;
+};
+
+// auth.oauth: airlock as an OAuth 2.1 resource server (MCP authorization). Tokens are JWTs signed by
+// a configured issuer for this resource; a claim of the token names the principal it is served as.
+// Static bearer tokens keep working beside it. docs/authorization.md explains it.
+struct oauth_config {
+    std::string resource;  // the canonical URL of /mcp as clients reach it (behind a proxy: the proxy's)
+    std::vector<oauth_issuer_config> issuers;
+    std::vector<std::string> audiences;         // a token's `aud` must name one; default: resource
+    std::vector<std::string> scopes_supported;  // advertised in the resource metadata
+    std::vector<std::string> required_scopes;   // every request needs all of these (the challenge's scope=)
+    std::vector<std::string> algorithms{"RS256", "PS256", "ES256", "EdDSA"};
+    std::chrono::seconds clock_skew{60};
+    std::string principal_claim = "sub";               // the claim whose value names the principal
+    std::map<std::string, std::string> principals;     // that claim's value → a principals[].name
+    std::chrono::milliseconds jwks_refresh{300'000};   // keys are fetched again at least this often
+    std::chrono::milliseconds jwks_max_age{3'600'000}; // across an outage, keys serve this long after their last fetch
+};
+
+struct auth_config {
+    std::optional<oauth_config> oauth;
+};
+
 struct runs_config {
     std::size_t max_concurrent_runs = 64;
 };
@@ -190,6 +219,7 @@ struct config {
     logging_config logging;
     metrics_config metrics;
     runs_config runs;
+    auth_config auth;
     // Valid but probably not what was meant (an upstream egress does not allow, a token file others
     // can read, ...). Shown by summary(); never contain secrets.
     std::vector<std::string> warnings;

@@ -74,6 +74,12 @@ void read_sections(reader& r, YAML::Node const& doc, config& c, std::vector<std:
         read_list(r, v, "upstreams", c.upstreams, at, read_upstream);
     }
     if (auto const v = section(doc, "egress")) read_egress(r, v, c.egress);
+    // Before the principals: a principal auth.oauth maps to needs no bearer token.
+    if (auto const v = section(doc, "auth")) {
+        read_auth(r, v, c.auth);
+        if (c.auth.oauth)
+            for (auto const& [value, name] : c.auth.oauth->principals) r.oauth_principals.insert(name);
+    }
     if (auto const v = section(doc, "principals"))
         read_list(r, v, "principals", c.principals, principal_at, read_principal);
     if (auto const v = section(doc, "providers")) read_providers(r, v, c.providers);
@@ -194,6 +200,30 @@ void check_grants(reader& r, config const& c) {
     }
 }
 
+// Mappings that name real principals, issuers egress lets airlock reach, a door that can be used.
+void check_oauth(reader& r, config const& c) {
+    if (!c.auth.oauth) return;
+    auto const& o = *c.auth.oauth;
+    for (auto const& [value, name] : o.principals) {
+        auto const pr = std::find_if(c.principals.begin(), c.principals.end(), [&](auto const& p) { return p.name == name; });
+        if (pr == c.principals.end()) {
+            r.fail("unknown_principal", child_path("auth.oauth.principals", value) + " names " + in_quotes(name) +
+                                            ", which the principals section does not define");
+        } else if (pr->anonymous) {
+            r.fail("conflicting_fields", child_path("auth.oauth.principals", value) + " names " + in_quotes(name) +
+                                             ", an anonymous principal; a token would grant nothing more");
+        }
+    }
+    for (auto const& i : o.issuers)
+        if (!c.egress.permits(i.destination))
+            r.warn("auth.oauth issuer " + i.issuer + ": its destination " + core::to_string(i.destination) +
+                   " is not in egress, so its keys cannot be fetched and every OAuth token will be refused (add it "
+                   "to egress to allow it)");
+    if (c.server.unix_socket)
+        r.warn("auth.oauth with a unix socket: the resource URL " + o.resource +
+               " must be where a proxy in front forwards /mcp and /.well-known/oauth-protected-resource");
+}
+
 loaded load(fs::path const& file, env_lookup const& env) {
     loaded out;
     auto& c = out.c;
@@ -209,12 +239,13 @@ loaded load(fs::path const& file, env_lookup const& env) {
     YAML::Node const& doc = *root;
     reader r(c.base_dir, env);
     if (r.mapping(doc, "", {"server", "journal", "signing", "upstreams", "egress", "principals", "providers",
-                                 "agents", "logging", "metrics", "runs"})) {
+                                 "agents", "logging", "metrics", "runs", "auth"})) {
         std::vector<std::size_t> principal_at;
         read_sections(r, doc, c, principal_at);
         check_principals(r, c, principal_at);
         check_destinations(r, c);
         check_grants(r, c);
+        check_oauth(r, c);
     }
     out.problems = std::move(r.problems);
     c.warnings = std::move(r.warnings);

@@ -54,8 +54,11 @@ void read_principal_token(reader& r, YAML::Node const& n, std::string const& p, 
     } else if (file && env) {
         r.fail("conflicting_fields", p + " sets both token_file and token_env; give the token one way");
     } else if (!file && !env) {
-        r.fail("missing_field", p + " needs token_file or token_env (the token itself is never written in the "
-                                    "configuration)");
+        // A principal auth.oauth maps a claim to is reached by its OAuth tokens; it needs no bearer token.
+        if (!r.oauth_principals.contains(pc.name))
+            r.fail("missing_field", p + " needs token_file or token_env (the token itself is never written in the "
+                                        "configuration)" +
+                                        (r.oauth_principals.empty() ? "" : ", or a mapping under auth.oauth.principals"));
     } else if (file) {
         auto fp = p + ".token_file";
         if (auto path = r.path(file, fp)) {

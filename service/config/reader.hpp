@@ -76,6 +76,9 @@ public:
 
     std::vector<std::string> warnings;
     std::vector<std::string> secrets;  // values read from secret sources, for the log to redact
+    // The principals auth.oauth.principals maps a claim to (read before the principals): they may
+    // have no bearer token of their own.
+    std::set<std::string, std::less<>> oauth_principals;
 
     fs::path const& base() const { return base_; }
     std::optional<std::string> getenv(std::string const& name) const { return env_ ? env_(name) : std::nullopt; }

@@ -20,6 +20,7 @@ std::optional<agent_config> read_agent(reader& r, YAML::Node const& n, std::stri
 void read_runs(reader& r, YAML::Node const& v, runs_config& runs);                                   // agents.cpp
 void read_logging(reader& r, YAML::Node const& v, logging_config& logging);                          // logging.cpp
 void read_metrics(reader& r, YAML::Node const& n, metrics_config& m);                                // metrics.cpp
+void read_auth(reader& r, YAML::Node const& n, auth_config& a);                                      // auth.cpp
 
 // Whether the listen host is this machine only ("localhost", "::1", 127.0.0.0/8).
 bool is_loopback(std::string const& host);

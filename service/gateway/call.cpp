@@ -125,7 +125,7 @@ asio::awaitable<boost::system::result<call::started, mcp::error_object>> call::a
         }
     }
     // The start record is durable before the call leaves: a crash after this line reads as in doubt.
-    auto start_batch = core::one_record(started_record(key, plan, arguments, *prov, ctx.request_id_text));
+    auto start_batch = core::one_record(started_record(key, plan, arguments, *prov, ctx.request_id_text, ctx.authentication));
     if (auto s = co_await runs_->async_append(run, std::move(start_batch)); !s) {
         if (s.error().code == "record_too_large" || s.error().code == "too_deep") {
             // Every call is journaled with its arguments before it leaves; these do not fit.

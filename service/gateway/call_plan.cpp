@@ -110,7 +110,8 @@ core::new_record denial_record(call_refusal const& r) {
 }
 
 core::new_record started_record(std::string const& effect_key, planned_call const& plan, json::value const& arguments,
-                                core::provenance const& prov, std::string const& request_id) {
+                                core::provenance const& prov, std::string const& request_id,
+                                json::object const& caller) {
     core::effect_started started;
     started.effect_key = effect_key;
     started.target = core::effect_target::tool;
@@ -119,6 +120,7 @@ core::new_record started_record(std::string const& effect_key, planned_call cons
     started.mutates = plan.mutates;
     started.provenance = core::to_json(prov);
     started.request_id = request_id;
+    if (!caller.empty()) started.caller = caller;
     return core::new_record{core::record_kind::effect_started, core::to_json(started)};
 }
 

@@ -88,7 +88,7 @@ core::new_record denial_record(call_refusal const& r);
 // The effect_started record, durable before the call leaves.
 core::new_record started_record(std::string const& effect_key, planned_call const& plan,
                                 boost::json::value const& arguments, core::provenance const& prov,
-                                std::string const& request_id);
+                                std::string const& request_id, boost::json::object const& caller = {});
 
 // The reply to the caller, the record of the outcome, and the kind the metrics count.
 struct finished_call {

@@ -154,6 +154,7 @@ asio::awaitable<core::result<std::string>> session_runs::async_run_for(mcp::requ
     body["agent"] = {{"name", p.grants.name}, {"version", p.grants.version}, {"digest", p.grants.digest}};
     body["input"] = {{"principal", p.name}, {"session", ctx.session_id}, {"era", mcp::to_string(ctx.client_era)},
                      {"protocol_version", ctx.protocol_version}};
+    if (!ctx.authentication.empty()) body["input"].as_object()["authentication"] = ctx.authentication;
     body["input_label"] = {{"trust", p.trusted ? "trusted" : "untrusted"}, {"sources", json::array{"principal:" + p.name}}};
     co_return co_await async_admitted_run(std::move(key), std::move(body));
 }

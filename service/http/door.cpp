@@ -74,15 +74,8 @@ door_refusal forbidden(door_refusal_kind kind, core::errc code, std::string deta
 
 // A 401 says how to authenticate; once a token was presented, also that it was not a valid one
 // (RFC 6750 §3.1), so a client knows to get another rather than to add one.
-door_refusal unauthorized(door_refusal_kind kind, std::string detail, bool token_given) {
-    return {kind,
-            401,
-            core::errc::unauthorized,
-            std::move(detail),
-            token_given ? R"(Bearer realm="airlock", error="invalid_token")" : R"(Bearer realm="airlock")",
-            false,
-            {},
-            {}};
+door_refusal unauthorized(door_policy const& policy, door_refusal_kind kind, std::string detail, bool token_given) {
+    return {kind, 401, core::errc::unauthorized, std::move(detail), bearer_challenge(policy, token_given), false, {}, {}};
 }
 
 door_refusal logged(door_refusal r, std::string_view event, std::string_view client, std::string message) {
@@ -92,7 +85,27 @@ door_refusal logged(door_refusal r, std::string_view event, std::string_view cli
     return r;
 }
 
+bool query_has_access_token(std::string_view target) {
+    auto q = target.find('?');
+    if (q == std::string_view::npos) return false;
+    auto query = target.substr(q + 1);
+    while (!query.empty()) {
+        auto amp = query.find('&');
+        auto pair = query.substr(0, amp);
+        if (pair.substr(0, pair.find('=')) == "access_token") return true;
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    }
+    return false;
+}
+
 }  // namespace
+
+std::string bearer_challenge(door_policy const& policy, bool token_given) {
+    std::string c = R"(Bearer realm="airlock")";
+    if (token_given) c += R"(, error="invalid_token")";
+    if (!policy.challenge.empty()) c += ", " + policy.challenge;
+    return c;
+}
 
 door_request read_door_request(http_request const& req) {
     auto header = [&](http::field f) -> std::optional<std::string_view> {
@@ -105,6 +118,7 @@ door_request read_door_request(http_request const& req) {
     d.origin = header(http::field::origin);
     d.authorization = header(http::field::authorization);
     d.is_options = req.method() == http::verb::options;
+    d.token_in_query = query_has_access_token(std::string_view(req.target().data(), req.target().size()));
     d.client = client_address(req);
     return d;
 }
@@ -139,13 +153,27 @@ std::optional<door_refusal> check_host_origin(door_policy const& policy, door_re
 }
 
 std::variant<door_admitted, door_refusal> check_credentials(door_policy const& policy, door_request const& req) {
-    if (!policy.authenticate) {
-        if (policy.allow_anonymous) return door_admitted{{}, true};
-        return unauthorized(door_refusal_kind::no_tokens_configured, "no bearer tokens are configured", false);
+    // A token in the URL ends up in logs, histories and Referer headers: it is refused whatever it is
+    // (MCP authorization forbids it), before anything else is looked at.
+    if (req.token_in_query) {
+        door_refusal r{door_refusal_kind::token_in_query,
+                       400,
+                       core::errc::bad_request,
+                       "an access token is accepted only in the Authorization header, never in the URL",
+                       R"(Bearer realm="airlock", error="invalid_request")",
+                       false,
+                       {},
+                       {}};
+        return logged(std::move(r), "query", req.client,
+                      "refused a request from " + std::string(req.client) + " with an access_token in its URL");
+    }
+    if (!policy.authenticate && !policy.oauth) {
+        if (policy.allow_anonymous) return door_admitted{{}, true, {}};
+        return unauthorized(policy, door_refusal_kind::no_tokens_configured, "no bearer tokens are configured", false);
     }
     if (!req.authorization) {
-        if (policy.allow_anonymous) return door_admitted{{}, true};
-        return unauthorized(door_refusal_kind::token_required, "a bearer token is required", false);
+        if (policy.allow_anonymous) return door_admitted{{}, true, {}};
+        return unauthorized(policy, door_refusal_kind::token_required, "a bearer token is required", false);
     }
     // "Bearer", any case, then spaces or tabs, then the token: RFC 9110 §11.4 allows a tab as well
     // as a space, and clients that build the header by hand send either, or two.
@@ -153,14 +181,17 @@ std::variant<door_admitted, door_refusal> check_credentials(door_policy const& p
     constexpr std::string_view scheme = "bearer";
     if (value.size() <= scheme.size() || !core::iequals(value.substr(0, scheme.size()), scheme) ||
         (value[scheme.size()] != ' ' && value[scheme.size()] != '\t'))
-        return logged(unauthorized(door_refusal_kind::not_bearer, "the Authorization header must be 'Bearer <token>'", true),
+        return logged(unauthorized(policy, door_refusal_kind::not_bearer,
+                                   "the Authorization header must be 'Bearer <token>'", true),
                       "scheme", req.client,
                       "refused a request from " + std::string(req.client) + " with a non-bearer Authorization header");
-    auto principal = policy.authenticate(core::trim_ows(value.substr(scheme.size())));
-    if (!principal)
-        return logged(unauthorized(door_refusal_kind::unknown_token, "the bearer token is not valid", true), "token",
-                      req.client, "refused a request from " + std::string(req.client) + " with an unknown bearer token");
-    return door_admitted{std::move(*principal), false};
+    auto const token = core::trim_ows(value.substr(scheme.size()));
+    // The static tokens first: they are exact strings, and a JWT is never one of them.
+    if (policy.authenticate)
+        if (auto principal = policy.authenticate(token)) return door_admitted{std::move(*principal), false, {}};
+    if (policy.oauth) return policy.oauth(token, req.client);
+    return logged(unauthorized(policy, door_refusal_kind::unknown_token, "the bearer token is not valid", true), "token",
+                  req.client, "refused a request from " + std::string(req.client) + " with an unknown bearer token");
 }
 
 door_verdict pass_door(door_policy const& policy, door_request const& req) {

@@ -25,6 +25,13 @@ namespace airlock::service {
 // A presented token → the principal it was issued to; nullopt for a token nobody issued.
 using token_lookup = std::function<std::optional<std::string>(std::string_view token)>;
 
+struct door_admitted;
+struct door_refusal;
+// An OAuth access token (not one of the static tokens) → its principal or the refusal
+// (service/http/oauth_guard); `client` is the client's address, for the log.
+using token_verifier =
+    std::function<std::variant<door_admitted, door_refusal>(std::string_view token, std::string_view client)>;
+
 struct door_policy {
     // "host:port" spellings a Host header may take, lowercased; empty: any Host (over a unix socket,
     // or on a public address nobody named, the Host cannot be judged).
@@ -32,6 +39,10 @@ struct door_policy {
     // Origins a request may come from, lowercased; a request without Origin is not a browser's.
     std::vector<std::string> origins;
     token_lookup authenticate;     // null: no tokens are configured
+    token_verifier oauth;          // null: auth.oauth is not configured
+    // Said in every 401 challenge after `Bearer realm="airlock"` when OAuth is configured:
+    // `resource_metadata="<absolute URL>", scope="..."` (RFC 9728 §5.1), so a client knows where to log in.
+    std::string challenge;
     bool allow_anonymous = false;  // a request without credentials is served, as nobody
     bool answers_preflight = false;  // an OPTIONS request is a CORS preflight, answered before credentials
 };
@@ -57,6 +68,16 @@ http_response preflight_response(http_request const& req, std::string_view origi
 // Lets a browser script at an allowed `origin` read a reply.
 void allow_origin(http::response_header<>& head, std::string_view origin, cors_rules const& rules);
 
+// The 401 challenge for a policy: `Bearer realm="airlock"`, then `error="invalid_token"` once a
+// token was presented, then the policy's OAuth parameters.
+std::string bearer_challenge(door_policy const& policy, bool token_given);
+
+// The OAuth side of a door (auth.oauth): how an access token is verified, and what each 401 adds.
+struct door_oauth {
+    token_verifier verify;  // null: OAuth is not configured
+    std::string challenge;  // resource_metadata="...", scope="..."
+};
+
 // Builds a policy, lowercasing the hosts and origins as the door compares them.
 door_policy make_door_policy(std::vector<std::string> hosts, std::vector<std::string> origins,
                              token_lookup authenticate, bool allow_anonymous, bool answers_preflight);
@@ -67,6 +88,7 @@ struct door_request {
     std::optional<std::string_view> origin;
     std::optional<std::string_view> authorization;
     bool is_options = false;    // the method is OPTIONS
+    bool token_in_query = false;  // the target's query has an access_token parameter
     std::string_view client;    // the client's address, for the log line
 };
 
@@ -78,6 +100,10 @@ enum class door_refusal_kind {
     token_required,        // no Authorization header, and anonymous access is off
     not_bearer,            // an Authorization header that is not "Bearer <token>"
     unknown_token,
+    token_in_query,        // an access_token query parameter (RFC 6750 §2.3 is not accepted)
+    invalid_token,         // an OAuth token that did not validate (expired, wrong audience, ...)
+    insufficient_scope,    // a valid OAuth token without the scopes the request needs: 403
+    unmapped_subject,      // a valid OAuth token whose claim names no principal: 403
 };
 
 struct door_refusal {
@@ -93,9 +119,18 @@ struct door_refusal {
     std::string log_message;  // "refused a request from 10.0.0.7 with an unknown bearer token"
 };
 
+// Who an OAuth token was issued to, as the journal records it: never the token itself.
+struct token_identity {
+    std::string issuer;
+    std::string subject;
+    std::string token_id;  // jti, else a digest of the token
+    std::vector<std::string> scopes;
+};
+
 struct door_admitted {
     std::string principal;  // "" when served anonymously
     bool anonymous = false;
+    std::optional<token_identity> identity;  // set when an OAuth token admitted the request
 };
 
 // An allowed OPTIONS request where the policy answers preflights: no credentials were asked for.

@@ -115,6 +115,14 @@ constexpr cors_rules mcp_cors{
     "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID",
     "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate"};
 
+// What the journal keeps of an OAuth token that admitted a request: who issued it to whom, and its
+// id. Never the token.
+json::object authentication_of(door_admitted const& a) {
+    if (!a.identity) return {};
+    return {{"method", "oauth"}, {"issuer", a.identity->issuer}, {"subject", a.identity->subject},
+            {"token_id", a.identity->token_id}};
+}
+
 mcp::session_table::options session_options(mcp_endpoint_options const& o) {
     return {o.session_idle_timeout, o.max_sessions, o.max_sessions_per_principal, o.random, o.clock};
 }
@@ -156,8 +164,11 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         if (origins.empty() && !unix_socket) origins = default_allowed_origins(host, port);
         // Over a unix socket, or on a public address nobody named, the Host header cannot be
         // judged (no hosts: any Host); authentication and the Origin check still apply.
-        door = std::make_shared<door_policy const>(make_door_policy(
-            std::move(hosts), std::move(origins), options.authenticate, options.allow_anonymous, true));
+        auto policy = make_door_policy(std::move(hosts), std::move(origins), options.authenticate,
+                                       options.allow_anonymous, true);
+        policy.oauth = options.oauth.verify;
+        policy.challenge = options.oauth.challenge;
+        door = std::make_shared<door_policy const>(std::move(policy));
     }
 
     // ------------------------------------------------------------ the door
@@ -178,7 +189,11 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     http_response refusal_reply(door_refusal const& refused, unsigned version) {
         log_refusal(refused);
         auto res = rpc_error(refused.status, std::nullopt, core::to_jsonrpc_code(refused.code),
-                             (refused.status == 401 ? "Unauthorized: " : "Forbidden: ") + refused.detail, version);
+                             std::string(refused.status == 401   ? "Unauthorized: "
+                                         : refused.status == 400 ? "Bad request: "
+                                                                 : "Forbidden: ") +
+                                 refused.detail,
+                             version);
         if (!refused.www_authenticate.empty()) res.set(http::field::www_authenticate, refused.www_authenticate);
         return res;
     }
@@ -268,6 +283,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         std::shared_ptr<http_session> owner;  // legacy
         std::optional<json::object> prefill;  // modern: inputResponses on a first attempt
         std::optional<mcp::http_headers> param_headers;  // modern tools/call: its Mcp-Param-* headers
+        json::object authentication;                     // the OAuth identity, when a token admitted it
     };
 
     // Serves a request through the backend, answering with JSON when the backend finishes before
@@ -277,6 +293,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         auto ex = std::make_shared<http_exchange>(exec);
         mcp::exchange::caller who;
         who.principal = setup.principal;
+        who.authentication = std::move(setup.authentication);
         who.session_id = setup.owner ? setup.owner->id : std::string();
         who.client_era = setup.e;
         who.version = std::move(setup.version);
@@ -447,7 +464,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         if (std::holds_alternative<door_preflight>(verdict)) co_return preflight_response(req, origin, mcp_cors);
         http_reply reply;
         if (refused) reply = refusal_reply(*refused, req.version());
-        else reply = co_await handle_allowed(req, std::get<door_admitted>(verdict).principal);
+        else reply = co_await handle_allowed(req, std::get<door_admitted>(std::move(verdict)));
         if (!origin.empty()) std::visit([&](auto& r) { allow_origin(head_of(r), origin, mcp_cors); }, reply);
         co_return reply;
     }
@@ -455,12 +472,14 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     static http::response_header<>& head_of(http_response& r) { return r.base(); }
     static http::response_header<>& head_of(http_stream& s) { return s.head.base(); }
 
-    asio::awaitable<http_reply> handle_allowed(http_request& req, std::string principal) {
+    asio::awaitable<http_reply> handle_allowed(http_request& req, door_admitted admitted) {
         unsigned v = req.version();
+        auto const principal = std::move(admitted.principal);
+        auto const auth = authentication_of(admitted);
         note_principal(req, principal);
         sweep();
         switch (req.method()) {
-        case http::verb::post: co_return co_await handle_post(req, principal);
+        case http::verb::post: co_return co_await handle_post(req, principal, auth);
         case http::verb::get: co_return co_await handle_get(req, principal);
         case http::verb::delete_: co_return handle_delete(req, principal);
         default: {
@@ -539,7 +558,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         return res;
     }
 
-    asio::awaitable<http_reply> handle_post(http_request& req, std::string const& principal) {
+    asio::awaitable<http_reply> handle_post(http_request& req, std::string const& principal, json::object const& auth) {
         unsigned v = req.version();
         if (auto ct = req.find(http::field::content_type);
             ct != req.end() && mcp::classify_content_type(ct->value()) != mcp::body_kind::json)
@@ -555,11 +574,12 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         // classify_post files every initialize as legacy: it is the legacy handshake. A 2026-07-28
         // client sending one is calling a method its era removed, and is answered as that era answers.
         if (auto const* r = std::get_if<mcp::request>(&*parsed); r && mcp_rules::is_modern_initialize(*r)) e = mcp::era::modern;
-        if (e == mcp::era::modern) co_return co_await modern_post(v, h, std::move(*parsed), principal);
-        co_return co_await legacy_post(v, h, std::move(*parsed), principal);
+        if (e == mcp::era::modern) co_return co_await modern_post(v, h, std::move(*parsed), principal, auth);
+        co_return co_await legacy_post(v, h, std::move(*parsed), principal, auth);
     }
 
-    asio::awaitable<http_reply> legacy_post(unsigned v, mcp::http_headers const& h, mcp::message msg, std::string const& principal) {
+    asio::awaitable<http_reply> legacy_post(unsigned v, mcp::http_headers const& h, mcp::message msg,
+                                            std::string const& principal, json::object const& auth) {
         auto find = [&](std::string_view id) -> std::optional<std::string> {
             auto s = find_session(id, principal, false);
             if (!s) return std::nullopt;
@@ -581,6 +601,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         if (auto* r = std::get_if<mcp::request>(&msg)) {
             if (r->method == mcp::method::ping) co_return rpc_json(200, mcp::serialize(mcp::response{r->id, {}}), v);
             request_setup setup{principal, mcp::era::legacy, version, s->client_capabilities, s};
+            setup.authentication = auth;
             co_return co_await serve_request(v, std::move(*r), std::move(setup));
         }
         if (auto* n = std::get_if<mcp::notification>(&msg)) {
@@ -650,7 +671,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
                          v);
     }
 
-    asio::awaitable<http_reply> modern_post(unsigned v, mcp::http_headers const& h, mcp::message msg, std::string const& principal) {
+    asio::awaitable<http_reply> modern_post(unsigned v, mcp::http_headers const& h, mcp::message msg,
+                                            std::string const& principal, json::object const& auth) {
         auto checked = mcp::validate_modern_post(h, msg, nullptr);
         if (!checked) co_return rpc_json(checked.error().status, mcp::serialize(checked.error().body), v);
 
@@ -683,6 +705,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         if (attempt->retry) co_return co_await resume(v, r, principal, std::move(attempt->responses));
         request_setup setup{principal, mcp::era::modern, meta->protocol_version, meta->client_capabilities, nullptr,
                             std::move(attempt->responses), std::nullopt};
+        setup.authentication = auth;
         if (r.method == mcp::method::tools_call) {
             // The backend knows the called tool's x-mcp-header parameters; these are what it checks.
             mcp::http_headers params;

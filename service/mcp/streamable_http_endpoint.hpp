@@ -18,6 +18,7 @@
 #include "mcp/protocol/messages.hpp"
 #include "mcp/server/backend.hpp"
 #include "mcp/server/rules.hpp"
+#include "service/http/door.hpp"
 #include "service/http/http_server.hpp"
 
 #include <boost/json/object.hpp>
@@ -52,6 +53,8 @@ struct mcp_endpoint_options {
     // Requests without an Authorization header are served as principal "". Without `authenticate`
     // this admits every request; off (the default), such a request gets 401.
     bool allow_anonymous = false;
+    // OAuth access tokens beside the static ones (auth.oauth); empty: none are accepted.
+    door_oauth oauth;
 
     // Legacy sessions: one with nothing in flight and no GET stream open ends after the idle
     // timeout; an initialize beyond max_sessions gets 503, and beyond the caller's own share

@@ -58,6 +58,7 @@ readiness evaluate_readiness(readiness_inputs const& in) {
         bool up = u.state == readiness_inputs::upstream_state::up;
         check("upstream:" + u.name, up || u.optional, to_string(u.state), u.optional);
     }
+    for (auto const& i : in.issuers) check("oauth:" + i.issuer, i.state == "keys", i.state);
     out.ready = out.failed.empty();
     json::array failed;
     for (auto const& f : out.failed) failed.emplace_back(f);

@@ -22,6 +22,13 @@ struct readiness_inputs {
     std::string journal_fault;
     bool draining = false;
     std::vector<upstream> upstreams;
+    // auth.oauth: an issuer whose keys are not held (never fetched, or past their max age) refuses
+    // every token it issued. state: "keys", "no_keys" or "keys_expired".
+    struct issuer {
+        std::string issuer;
+        std::string state;
+    };
+    std::vector<issuer> issuers;
 };
 
 struct readiness {
@@ -31,7 +38,8 @@ struct readiness {
 };
 
 // {"status":"ready"|"not_ready","failed":[...],"checks":{"journal":{"ok":true,"state":"open|closed|map_full|disk_full|write_failed"},
-//  "draining":{...},"upstream:NAME":{"ok":..,"state":"up|down|unknown|refused"[,"optional":true]}}}
+//  "draining":{...},"upstream:NAME":{"ok":..,"state":"up|down|unknown|refused"[,"optional":true]},
+//  "oauth:ISSUER":{"ok":..,"state":"keys|no_keys|keys_expired"}}}
 readiness evaluate_readiness(readiness_inputs const& in);
 
 // 200 {"status":"ok"} for GET and HEAD; 405 otherwise.

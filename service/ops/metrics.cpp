@@ -45,6 +45,9 @@ airlock_metrics::airlock_metrics(std::string version)
                                            {"server", "tool"}, latency_bounds(), max_tool_series)),
       policy_denials(registry.add_counter("airlock_policy_denials_total", "Tool calls refused by policy, by reason.",
                                           {"reason"})),
+      oauth_authentications(registry.add_counter(
+          "airlock_oauth_authentications_total",
+          "OAuth access tokens checked at the door, by result: ok, or why the token was refused.", {"result"})),
       journal_batch_size(registry.add_histogram("airlock_journal_batch_size", "Appends made durable by one journal commit.",
                                                 {}, batch_bounds())),
       journal_commit_duration(registry.add_histogram("airlock_journal_commit_duration_seconds",

@@ -28,6 +28,7 @@ public:
     core::metrics::family<core::metrics::counter>& tool_calls;           // server, tool, outcome
     core::metrics::family<core::metrics::histogram>& tool_duration;      // server, tool
     core::metrics::family<core::metrics::counter>& policy_denials;       // reason
+    core::metrics::family<core::metrics::counter>& oauth_authentications;  // result: ok or why not (bounded)
     // The journal's writer: appends per group commit and the time one commit takes.
     core::metrics::family<core::metrics::histogram>& journal_batch_size;
     core::metrics::family<core::metrics::histogram>& journal_commit_duration;

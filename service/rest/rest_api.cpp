@@ -117,6 +117,8 @@ http_response refusal_problem(door_refusal const& r, unsigned version) {
 rest_api::rest_api(rest_api_options options) : options_(std::move(options)) {
     door_ = make_door_policy(options_.allowed_hosts, options_.allowed_origins, options_.authenticate,
                              options_.allow_anonymous, false);
+    door_.oauth = options_.oauth.verify;
+    door_.challenge = options_.oauth.challenge;
 }
 
 void rest_api::set_door(std::vector<std::string> allowed_hosts, std::vector<std::string> allowed_origins) {
@@ -124,6 +126,8 @@ void rest_api::set_door(std::vector<std::string> allowed_hosts, std::vector<std:
     if (options_.allowed_origins.empty()) options_.allowed_origins = std::move(allowed_origins);
     door_ = make_door_policy(options_.allowed_hosts, options_.allowed_origins, options_.authenticate,
                              options_.allow_anonymous, false);
+    door_.oauth = options_.oauth.verify;
+    door_.challenge = options_.oauth.challenge;
 }
 
 bool rest_api::owns(std::string_view path) noexcept { return path == "/v1" || path.starts_with("/v1/"); }

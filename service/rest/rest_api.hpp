@@ -86,6 +86,7 @@ struct rest_api_options {
     // Host and Origin allowlists (empty lists admit any Host / refuse any Origin-bearing request).
     std::function<std::optional<std::string>(std::string_view token)> authenticate;
     bool allow_anonymous = false;
+    door_oauth oauth;  // OAuth access tokens beside the static ones (auth.oauth); empty: none
     // The principal a request without a token is served as (principals[].anonymous), so the runs it
     // starts are its own; null or "": such a request owns no run and sees none.
     std::function<std::string()> anonymous_principal;

@@ -242,3 +242,80 @@ TEST_CASE("where the policy answers no preflight, an OPTIONS request needs crede
     req.authorization = bearer;
     CHECK(std::get<door_admitted>(pass_door(p, req)).principal == "alice");
 }
+
+TEST_CASE("with OAuth configured, a static token still admits its principal and any other token goes to the verifier") {
+    auto p = policy();
+    std::vector<std::string> asked;
+    p.oauth = [&](std::string_view token, std::string_view) -> std::variant<door_admitted, door_refusal> {
+        asked.emplace_back(token);
+        if (token == "eyJ.good.jwt") return door_admitted{"bob", false, token_identity{"https://idp", "u-1", "j-1", {}}};
+        door_refusal r;
+        r.kind = door_refusal_kind::invalid_token;
+        r.status = 401;
+        r.code = core::errc::unauthorized;
+        return r;
+    };
+    p.challenge = R"(resource_metadata="https://a.example/.well-known/oauth-protected-resource/mcp")";
+    door_request req;
+    req.host = "127.0.0.1:8080";
+    req.client = "192.0.2.7";
+    req.authorization = bearer;
+    auto a = std::get<door_admitted>(pass_door(p, req));
+    CHECK(a.principal == "alice");
+    CHECK_FALSE(a.identity);
+    CHECK(asked.empty());  // a static token never reaches the verifier
+
+    req.authorization = "Bearer eyJ.good.jwt";
+    auto b = std::get<door_admitted>(pass_door(p, req));
+    CHECK(b.principal == "bob");
+    REQUIRE(b.identity);
+    CHECK(b.identity->subject == "u-1");
+
+    req.authorization = "Bearer eyJ.bad.jwt";
+    CHECK(std::get<door_refusal>(pass_door(p, req)).kind == door_refusal_kind::invalid_token);
+    CHECK(asked == std::vector<std::string>{"eyJ.good.jwt", "eyJ.bad.jwt"});
+}
+
+TEST_CASE("with OAuth configured, every 401 challenge says where the resource metadata is") {
+    auto p = policy();
+    p.oauth = [](std::string_view, std::string_view) -> std::variant<door_admitted, door_refusal> {
+        return door_admitted{"bob", false, {}};
+    };
+    p.challenge = R"(resource_metadata="https://a.example/.well-known/oauth-protected-resource/mcp", scope="mcp:tools")";
+    door_request req;
+    req.host = "127.0.0.1:8080";
+    req.client = "192.0.2.7";
+    auto missing = std::get<door_refusal>(pass_door(p, req));
+    CHECK(missing.status == 401);
+    CHECK(missing.www_authenticate ==
+          R"(Bearer realm="airlock", resource_metadata="https://a.example/.well-known/oauth-protected-resource/mcp", scope="mcp:tools")");
+    req.authorization = "Basic x";
+    auto scheme = std::get<door_refusal>(pass_door(p, req));
+    CHECK(scheme.www_authenticate ==
+          R"(Bearer realm="airlock", error="invalid_token", resource_metadata="https://a.example/.well-known/oauth-protected-resource/mcp", scope="mcp:tools")");
+}
+
+TEST_CASE("an access token in the URL is refused with 400 invalid_request, whatever the header holds") {
+    auto const p = policy(true);
+    for (std::string_view target : {"/mcp?access_token=abc", "/v1/runs?limit=2&access_token=", "/mcp?a=1&access_token=x&b=2"}) {
+        INFO(target);
+        http_request r{http::verb::post, target, 11};
+        r.set(http::field::host, "127.0.0.1:8080");
+        r.set(http::field::authorization, bearer);
+        auto v = pass_door(p, read_door_request(r));
+        REQUIRE(std::holds_alternative<door_refusal>(v));
+        auto const& refused = std::get<door_refusal>(v);
+        CHECK(refused.kind == door_refusal_kind::token_in_query);
+        CHECK(refused.status == 400);
+        CHECK(refused.www_authenticate == R"(Bearer realm="airlock", error="invalid_request")");
+        CHECK(refused.detail.find("abc") == std::string::npos);
+    }
+    // A parameter that only contains the name is not one.
+    for (std::string_view target : {"/mcp?my_access_token=1", "/mcp?x=access_token", "/mcp"}) {
+        INFO(target);
+        http_request r{http::verb::post, target, 11};
+        r.set(http::field::host, "127.0.0.1:8080");
+        r.set(http::field::authorization, bearer);
+        CHECK(std::holds_alternative<door_admitted>(pass_door(p, read_door_request(r))));
+    }
+}
