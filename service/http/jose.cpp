@@ -423,9 +423,9 @@ core::result<compact_jws> parse_compact(std::string_view token, std::size_t max_
     auto header_part = token.substr(0, first);
     auto payload_part = token.substr(first + 1, second - first - 1);
     auto signature_part = token.substr(second + 1);
-    if (header_part.empty() || payload_part.empty() || signature_part.empty())
-        return malformed("the token has an empty part");
-
+    // The header is read before the other parts are required, so that alg "none" (whose signature
+    // is empty) is refused for what it is.
+    if (header_part.empty()) return malformed("the token has an empty part");
     auto header = json_object_part(header_part, max_header_depth);
     if (!header) return malformed("the token's header is not a base64url JSON object");
     auto const* a = header->if_contains("alg");
@@ -442,6 +442,8 @@ core::result<compact_jws> parse_compact(std::string_view token, std::size_t max_
         if (!k->is_string()) return malformed("the token's kid is not a string");
         kid = std::string(k->get_string());
     }
+
+    if (payload_part.empty() || signature_part.empty()) return malformed("the token has an empty part");
 
     auto payload = json_object_part(payload_part, max_payload_depth);
     if (!payload) return malformed("the token's payload is not a base64url JSON object");
