@@ -60,7 +60,7 @@ private:
 
 struct jwk {
     std::string kid;          // "" when the JWK has none
-    std::optional<alg> alg;   // the JWK's own "alg", when it names one
+    std::optional<jose::alg> alg;   // the JWK's own "alg", when it names one
     std::string use;          // "" or "sig"
     std::shared_ptr<public_key const> key;
 };

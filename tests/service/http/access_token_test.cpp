@@ -156,7 +156,7 @@ TEST_CASE("without a jti the token id is sha256: and 16 hex digits of the token'
 }
 
 TEST_CASE("the client is client_id, else azp", "[jwt]") {
-    CHECK(accepted(check(token(with(without(good_claims(), "client_id"), "azp", "browser"))).client_id == "browser");
+    CHECK(accepted(check(token(with(without(good_claims(), "client_id"), "azp", "browser")))).client_id == "browser");
     CHECK(accepted(check(token(with(good_claims(), "azp", "browser")))).client_id == "agent-app");
     CHECK(accepted(check(token(without(good_claims(), "client_id")))).client_id.empty());
 }
