@@ -107,14 +107,14 @@ boost::json::object signing_key::public_jwk(std::string const& kid, std::string 
     return jwk;
 }
 
-std::string signing_key::sign(std::string_view alg, std::string_view input) const {
+std::string signing_key::sign(std::string_view alg, std::string_view input, int pss_salt_bytes) const {
     std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
     EVP_PKEY_CTX* pctx = nullptr;
     if (EVP_DigestSignInit_ex(ctx.get(), &pctx, digest_of(alg), nullptr, nullptr, pkey_, nullptr) != 1)
         fail("sign init for " + std::string(alg));
     if (alg.substr(0, 2) == "PS") {
         if (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
-            EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1)
+            EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, pss_salt_bytes < 0 ? RSA_PSS_SALTLEN_DIGEST : pss_salt_bytes) != 1)
             fail("PSS parameters");
     }
     std::size_t len = 0;

@@ -28,8 +28,9 @@ public:
 
     // The public half as a JWK (kty and n/e or crv/x/y), with kid and alg when they are not empty.
     boost::json::object public_jwk(std::string const& kid = "", std::string const& alg = "") const;
-    // The JOSE signature bytes of `input` under `alg` ("RS256" … "EdDSA"; ES* as raw r||s).
-    std::string sign(std::string_view alg, std::string_view input) const;
+    // The JOSE signature bytes of `input` under `alg` ("RS256" … "EdDSA"; ES* as raw r||s). For PS*,
+    // pss_salt_bytes other than -1 (the hash length, as JOSE requires) makes a non-conforming signature.
+    std::string sign(std::string_view alg, std::string_view input, int pss_salt_bytes = -1) const;
     // The public key as PEM text: what a confused verifier would take as an HMAC secret.
     std::string public_pem() const;
 

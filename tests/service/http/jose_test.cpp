@@ -415,6 +415,14 @@ TEST_CASE("RS256 and PS256 signatures are not interchangeable", "[jose]") {
     CHECK_FALSE(verifies(relabelled, set.keys[0]));
 }
 
+TEST_CASE("a PS256 signature whose salt is not the hash length does not verify", "[jose]") {
+    auto set = one_key_set(rsa_key().public_jwk("k"));
+    auto input = testing::b64url_json({{"alg", "PS256"}}) + "." + testing::b64url_json(claims());
+    CHECK(verifies(input + "." + testing::b64url(rsa_key().sign("PS256", input, 32)), set.keys[0]));
+    CHECK_FALSE(verifies(input + "." + testing::b64url(rsa_key().sign("PS256", input, 20)), set.keys[0]));
+    CHECK_FALSE(verifies(input + "." + testing::b64url(rsa_key().sign("PS256", input, 64)), set.keys[0]));
+}
+
 TEST_CASE("an ECDSA signature of the wrong length, or in DER, does not verify", "[jose]") {
     auto set = one_key_set(p256_key().public_jwk("e"));
     auto token = testing::sign_token(p256_key(), {{"alg", "ES256"}}, claims());
