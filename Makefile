@@ -20,6 +20,7 @@ bench: build
 	./$(BUILD_DIR)/bench/bench_gateway_bench
 	./$(BUILD_DIR)/bench/bench_providers_bench
 	./$(BUILD_DIR)/bench/bench_agents_bench
+	./$(BUILD_DIR)/bench/bench_jwt_bench
 
 build: configure
 	cmake --build $(BUILD_DIR)
