@@ -88,7 +88,7 @@ void serve_shutdown::finish(std::chrono::milliseconds settle) {
     // first of these on, no run of any kind is admitted (a REST run is refused by the agent
     // runtime, a gateway run by the gateway): one admitted after the seals would stay running.
     p_.runs->stop();
-    if (p_.oauth_keys) p_.oauth_keys->stop();
+    if (p_.key_refresh) p_.key_refresh->stop();
     p_.sv->backend->close_all_runs();
     p_.endpoint->shutdown();
     auto stop_loop = [&ioc](std::exception_ptr e) {

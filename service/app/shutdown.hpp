@@ -28,7 +28,7 @@ struct shutdown_parts {
     std::shared_ptr<mcp_endpoint> endpoint;
     std::shared_ptr<runner> runs;
     std::chrono::milliseconds drain_grace;
-    std::shared_ptr<oauth_keys> oauth_keys;  // auth.oauth's key refresh; null without it
+    std::shared_ptr<oauth_keys> key_refresh;  // auth.oauth's key refresh; null without it
 };
 
 // Lives as long as the loop runs (the signal handlers call it from the loop's threads).

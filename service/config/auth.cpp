@@ -38,7 +38,7 @@ std::optional<mcp::http_endpoint> read_url(reader& r, YAML::Node const& n, std::
         return std::nullopt;
     }
     out = *text;
-    return e;
+    return *e;
 }
 
 void read_issuer(reader& r, YAML::Node const& n, std::string const& p, oauth_config& o) {
