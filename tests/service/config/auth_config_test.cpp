@@ -2,7 +2,7 @@
 // mistake (a resource that is not absolute or not https, HMAC or "none" algorithms, a mapping to a
 // principal that does not exist, a principal left without any way in).
 #include "service/config/config.hpp"
-#include "support/temp_dir.hpp"
+#include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -140,7 +140,9 @@ TEST_CASE("oauth guard: a missing scope is a 403 insufficient_scope naming every
     CHECK_THAT(r.detail, Catch::Contains("mcp:write"));
     CHECK(g.results.at("insufficient_scope") == 1);
     // scp (an array) counts as well as scope.
-    auto scp = g.guard.check(token(claims({{"scope", nullptr}, {"scp", json::array{"mcp:tools", "mcp:write"}}})), "192.0.2.7");
+    auto with_scp = claims({{"scp", json::array{"mcp:tools", "mcp:write"}}});
+    with_scp.erase("scope");
+    auto scp = g.guard.check(token(with_scp), "192.0.2.7");
     CHECK(std::holds_alternative<door_admitted>(scp));
     // And the 401 challenge names the scopes too.
     CHECK(g.guard.challenge() == std::string("resource_metadata=\"") + metadata + "\", scope=\"mcp:tools mcp:write\"");

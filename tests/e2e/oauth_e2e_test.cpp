@@ -1,0 +1,361 @@
+// airlock as an OAuth 2.1 resource server, end to end: a real authorization server (oidc-provider,
+// tests/fixtures/oauth/issuer.mjs) issues JWT access tokens for airlock's resource, the official
+// SDK client runs the whole MCP authorization flow against `airlock serve` in both eras, and every
+// bad token an attacker or a broken client sends gets the exact status and challenge.
+#include "tests/support/child_process.hpp"
+#include "tests/support/http_get.hpp"
+#include "tests/support/peers.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+using namespace airlock::testing;
+using namespace std::chrono_literals;
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char const* alice_token = "oauth-e2e-alice-0123456789abcdef";
+
+std::string fixture(std::string const& name) { return std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/oauth/" + name; }
+
+// A port nobody listens on now: airlock's resource URL names it before airlock starts (the issuer
+// must know the resource, and airlock the issuer).
+std::uint16_t free_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    ::close(fd);
+    return ntohs(a.sin_port);
+}
+
+// oidc-provider on a free port; stopped (stdin closed, then SIGTERM) when the object goes.
+struct issuer_process {
+    std::unique_ptr<child_process> child;
+    std::string issuer;
+
+    issuer_process(std::vector<std::string> args) {
+        std::vector<std::string> argv{peers::node(), fixture("issuer.mjs")};
+        argv.insert(argv.end(), args.begin(), args.end());
+        child = std::make_unique<child_process>(argv, std::vector<std::string>{}, child_stdin::pipe);
+        auto const until = std::chrono::steady_clock::now() + 30s;
+        while (std::chrono::steady_clock::now() < until) {
+            auto out = child->stdout_text();
+            if (auto nl = out.find('\n'); nl != std::string::npos) {
+                issuer = std::string(json::parse(out.substr(0, nl)).as_object().at("issuer").as_string());
+                return;
+            }
+            std::this_thread::sleep_for(50ms);
+        }
+        INFO(child->stderr_text());
+        FAIL("the issuer did not start");
+    }
+    ~issuer_process() { stop(); }
+    void stop() {
+        if (!child) return;
+        child->close_stdin();
+        child->signal(SIGTERM);
+        child->wait(10s);
+        child.reset();
+    }
+};
+
+// An airlock whose principal carol is reached only by OAuth tokens with sub "carol", beside alice's
+// static bearer token; both are granted everything__get-sum and everything__echo.
+struct oauth_deployment {
+    temp_dir dir{"airlock-oauth"};
+    std::uint16_t port = free_port();
+    std::string resource = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
+    fs::path keys = dir.path() / "issuer-keys.json";
+    std::unique_ptr<issuer_process> idp;
+    std::unique_ptr<child_process> airlock;
+
+    explicit oauth_deployment(std::string const& oauth_extra = "", std::string const& access_ttl = "300") {
+        idp = std::make_unique<issuer_process>(std::vector<std::string>{"--resource", resource, "--scopes", "mcp:tools",
+                                                                        "--access-ttl", access_ttl, "--keys", keys.string(),
+                                                                        "--subject", "carol"});
+        auto const issuer_port = idp->issuer.substr(idp->issuer.rfind(':') + 1);
+        std::ofstream(dir.path() / "alice.token") << alice_token << "\n";
+        ::chmod((dir.path() / "alice.token").c_str(), 0600);
+        std::ofstream(dir.path() / "grants.yaml") << R"(apiVersion: airlock/v1
+kind: Agent
+metadata: { name: desk, version: "1" }
+spec:
+  tools:
+    - ref: tool://everything/get.sum
+      mutates: false
+    - ref: tool://everything/echo
+      mutates: false
+  budgets: {}
+)";
+        std::ofstream(dir.path() / "airlock.yaml")
+            << "journal: { dir: journal }\n"
+            << "upstreams:\n  - name: everything\n    stdio: { argv: [\"" << peers::node() << "\", \"" << peers::everything()
+            << "\", stdio] }\n"
+            << "egress:\n  - process: \"" << peers::node() << "\"\n  - http://127.0.0.1:" << issuer_port << "\n"
+            << "principals:\n"
+            << "  - name: alice\n    token_file: alice.token\n    manifest: grants.yaml\n"
+            << "  - name: carol\n    manifest: grants.yaml\n"
+            << "auth:\n  oauth:\n    resource: " << resource << "\n    issuer: " << idp->issuer << "\n"
+            << "    scopes_supported: [mcp:tools]\n    required_scopes: [mcp:tools]\n"
+            << "    principals: { carol: carol }\n"
+            << oauth_extra;
+        airlock = std::make_unique<child_process>(std::vector<std::string>{
+            AIRLOCK_BINARY, "serve", "--config", (dir.path() / "airlock.yaml").string(), "--listen",
+            "127.0.0.1:" + std::to_string(port)});
+        REQUIRE(airlock->wait_for_stderr_line("listening on http://", 30s));
+        // Ready once the issuer's keys are held (and the upstream met).
+        for (int i = 0; i < 300 && http_get(port, "/readyz").status != 200; ++i) std::this_thread::sleep_for(100ms);
+        INFO(airlock->stderr_text());
+        REQUIRE(http_get(port, "/readyz").status == 200);
+    }
+    ~oauth_deployment() {
+        if (airlock) {
+            airlock->signal(SIGTERM);
+            airlock->wait(20s);
+        }
+    }
+
+    // A token from the issuer's own keys, as tests/fixtures/oauth/sign_token.mjs signs it.
+    std::string sign(json::object claims, std::vector<std::string> more = {}) const {
+        std::vector<std::string> argv{peers::node(), fixture("sign_token.mjs"), "--keys", keys.string(), "--claims",
+                                      json::serialize(claims)};
+        argv.insert(argv.end(), more.begin(), more.end());
+        auto r = run_command(argv, 30s);
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+        auto t = r.out;
+        while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+        return t;
+    }
+    json::object claims() const {
+        return {{"iss", idp->issuer}, {"sub", "carol"}, {"aud", resource}, {"scope", "mcp:tools"}, {"jti", "e2e-token-1"}};
+    }
+    std::string metadata_url() const {
+        return "http://127.0.0.1:" + std::to_string(port) + "/.well-known/oauth-protected-resource/mcp";
+    }
+};
+
+std::string header(raw_response const& r, std::string const& name) {
+    std::regex const line("(^|\r\n)" + name + ":[ \t]*([^\r\n]*)", std::regex::icase);
+    std::smatch m;
+    return std::regex_search(r.head, m, line) ? m[2].str() : std::string();
+}
+
+json::object run_client(oauth_deployment const& d, std::vector<std::string> args) {
+    std::vector<std::string> argv{peers::node(), fixture("sdk_oauth_client.mjs"), d.resource};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = run_command(argv, 120s);
+    INFO("client stdout: " << r.out << "\nclient stderr: " << r.err << "\nairlock: " << d.airlock->stderr_text());
+    REQUIRE(r.exit_code == 0);
+    auto out = json::parse(r.out.substr(0, r.out.find('\n'))).as_object();
+    return out;
+}
+
+// The flow's steps, in order, as the client read them off the wire.
+void check_flow(oauth_deployment const& d, json::object const& out, bool refreshed) {
+    std::vector<std::string> flow;
+    for (auto const& s : out.at("flow").as_array()) flow.emplace_back(s.as_string());
+    std::ostringstream text;
+    for (auto const& s : flow) text << s << "\n";
+    INFO(text.str());
+    REQUIRE(flow.size() >= 8);
+    CHECK(flow[0] == "401 Bearer realm=\"airlock\", resource_metadata=\"" + d.metadata_url() + "\", scope=\"mcp:tools\"");
+    CHECK(flow[1] == "resource metadata " + d.metadata_url());
+    CHECK(flow[2] == "authorization server " + d.idp->issuer);
+    CHECK(flow[3].rfind("registered ", 0) == 0);
+    CHECK(flow[4] == "authorized");
+    CHECK(flow[5] == "token");
+    CHECK(flow[6] == "tools/list");
+    CHECK(flow[7] == "tools/call");
+    if (refreshed) {
+        CHECK(std::find(flow.begin(), flow.end(), "refreshed") != flow.end());
+        CHECK(out.at("refreshes").as_int64() >= 1);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("OAuth: the SDK client finds the metadata from the 401, registers, logs in, calls a tool and refreshes (2025-11-25)",
+          "[oauth][peers]") {
+    // No clock skew: the client's wait past the token's expiry must find it expired.
+    oauth_deployment d("    clock_skew: 0s\n", "4");
+    auto out = run_client(d, {"--tool", "everything__get-sum", "--args", R"({"a":2,"b":3})", "--refresh"});
+    check_flow(d, out, true);
+    std::vector<std::string> tools;
+    for (auto const& t : out.at("tools").as_array()) tools.emplace_back(t.as_string());
+    CHECK(tools == std::vector<std::string>{"everything__echo", "everything__get-sum"});
+    CHECK_THAT(json::serialize(out.at("result")), Catch::Contains("The sum of 2 and 3 is 5."));
+}
+
+TEST_CASE("OAuth: the same flow in the 2026-07-28 era: tokens from the SDK's auth(), modern requests with them",
+          "[oauth][peers]") {
+    oauth_deployment d("    clock_skew: 0s\n", "4");
+    auto out = run_client(d, {"--era", "modern", "--tool", "everything__get-sum", "--args", R"({"a":2,"b":3})", "--refresh"});
+    check_flow(d, out, true);
+    CHECK_THAT(json::serialize(out.at("result")), Catch::Contains("The sum of 2 and 3 is 5."));
+}
+
+TEST_CASE("OAuth: the resource metadata says where to log in, at both paths, with the 401 pointing at it", "[oauth][peers]") {
+    oauth_deployment d;
+    for (auto path : {"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"}) {
+        INFO(path);
+        auto r = http_get(d.port, path);
+        REQUIRE(r.status == 200);
+        auto doc = json::parse(r.body).as_object();
+        CHECK(doc.at("resource").as_string() == d.resource);
+        CHECK(doc.at("authorization_servers") == json::array{json::value(d.idp->issuer)});
+        CHECK(doc.at("scopes_supported") == json::array{"mcp:tools"});
+        CHECK(doc.at("bearer_methods_supported") == json::array{"header"});
+    }
+    auto request = modern_request(d.port, "", "tools/list", "", "");
+    auto const auth = request.find("Authorization:");
+    REQUIRE(auth != std::string::npos);
+    request.erase(auth, request.find("\r\n", auth) + 2 - auth);
+    auto none = raw_http(d.port, request);
+    CHECK(none.status == 401);
+    CHECK(header(none, "WWW-Authenticate") ==
+          "Bearer realm=\"airlock\", resource_metadata=\"" + d.metadata_url() + "\", scope=\"mcp:tools\"");
+}
+
+TEST_CASE("OAuth: every bad token gets its exact status and challenge, at /mcp and /v1; a good one and a static token pass",
+          "[oauth][peers]") {
+    oauth_deployment d;
+    auto const c = d.claims();
+    auto with = [&](json::object extra) {
+        auto o = c;
+        for (auto& [k, v] : extra) o[k] = v;
+        return o;
+    };
+    auto const now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::string const invalid = "Bearer realm=\"airlock\", error=\"invalid_token\", error_description=\"";
+    std::string const tail = "\", resource_metadata=\"" + d.metadata_url() + "\", scope=\"mcp:tools\"";
+    struct row {
+        char const* what;
+        std::string token;
+        int status;
+        std::string challenge;
+    };
+    std::vector<row> const rows = {
+        {"a good token", d.sign(c, {"--ttl", "300"}), 200, ""},
+        {"expired", d.sign(with({{"iat", now - 900}, {"exp", now - 600}})), 401, invalid + "the access token has expired" + tail},
+        {"not yet valid", d.sign(with({{"iat", now}, {"nbf", now + 600}, {"exp", now + 900}})), 401,
+         invalid + "the access token is not valid yet" + tail},
+        {"another issuer", d.sign(with({{"iss", "http://127.0.0.1:1/other"}}), {"--ttl", "300"}), 401,
+         invalid + "the access token was not issued by an authorization server of this resource" + tail},
+        {"another resource's token", d.sign(with({{"aud", "http://127.0.0.1:1/mcp"}}), {"--ttl", "300"}), 401,
+         invalid + "the access token was issued for another resource" + tail},
+        {"an unknown kid", d.sign(c, {"--ttl", "300", "--header", R"({"kid":"rotated-away"})"}), 401,
+         invalid + "the access token is signed with a key its issuer does not publish" + tail},
+        {"alg none", d.sign(c, {"--ttl", "300", "--mode", "none"}), 401,
+         invalid + "the access token is signed with an algorithm airlock does not accept" + tail},
+        {"RS256 to HS256 confusion", d.sign(c, {"--ttl", "300", "--mode", "hs256-confusion"}), 401,
+         invalid + "the access token is signed with an algorithm airlock does not accept" + tail},
+        {"a tampered payload", d.sign(c, {"--ttl", "300", "--mode", "tamper"}), 401,
+         invalid + "the access token's signature does not verify" + tail},
+        {"a missing scope", d.sign(with({{"scope", "profile"}}), {"--ttl", "300"}), 403,
+         "Bearer realm=\"airlock\", error=\"insufficient_scope\", scope=\"mcp:tools\", resource_metadata=\"" +
+             d.metadata_url() + "\""},
+        {"a subject nobody is mapped to", d.sign(with({{"sub", "mallory"}}), {"--ttl", "300"}), 403, ""},
+        {"alice's static token", alice_token, 200, ""},
+    };
+    for (auto const& r : rows) {
+        INFO(r.what);
+        auto at_mcp = modern_post(d.port, r.token, "tools/list", "", "");
+        CHECK(at_mcp.status == r.status);
+        CHECK(header(at_mcp, "WWW-Authenticate") == r.challenge);
+        auto at_v1 = raw_http(d.port, "GET /v1/runs HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(d.port) +
+                                          "\r\nAuthorization: Bearer " + r.token + "\r\nConnection: close\r\n\r\n");
+        CHECK(at_v1.status == r.status);
+        CHECK(header(at_v1, "WWW-Authenticate") == r.challenge);
+    }
+    // A token in the query string is refused whatever it is, and the header beside it does not help.
+    auto good = d.sign(c, {"--ttl", "300"});
+    auto query = raw_http(d.port, "POST /mcp?access_token=" + good + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(d.port) +
+                                      "\r\nAuthorization: Bearer " + good +
+                                      "\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}");
+    CHECK(query.status == 400);
+    CHECK(header(query, "WWW-Authenticate") == "Bearer realm=\"airlock\", error=\"invalid_request\"");
+    // Each refusal was counted by its reason.
+    auto metrics = http_get(d.port, "/metrics").body;
+    for (auto result : {"ok", "expired", "not_yet_valid", "bad_issuer", "bad_audience", "unknown_kid", "bad_alg",
+                        "bad_signature", "insufficient_scope", "unmapped_subject"}) {
+        INFO(result);
+        CHECK_THAT(metrics, Catch::Contains(std::string("airlock_oauth_authentications_total{result=\"") + result + "\"}"));
+    }
+    // And the log names the unmapped subject, never a token.
+    auto log = d.airlock->stderr_text();
+    CHECK_THAT(log, Catch::Contains("no principal is mapped to sub of 'mallory'"));
+    for (auto const& r : rows) CHECK(log.find(r.token) == std::string::npos);
+}
+
+TEST_CASE("OAuth: the journal records who called with which token id, never the token, and the token goes nowhere upstream",
+          "[oauth][peers]") {
+    oauth_deployment d;
+    auto token = d.sign(d.claims(), {"--ttl", "300"});
+    auto call = modern_post(d.port, token, "tools/call", "everything__echo",
+                            R"("name":"everything__echo","arguments":{"message":"hello from carol"},)");
+    INFO(call.body);
+    REQUIRE(call.status == 200);
+    CHECK_THAT(call.body, Catch::Contains("hello from carol"));
+    d.airlock->signal(SIGTERM);
+    d.airlock->wait(20s);
+    d.airlock.reset();
+    std::ifstream in(d.dir.path() / "journal" / "data.mdb", std::ios::binary);
+    std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    REQUIRE(raw.find("hello from carol") != std::string::npos);
+    CHECK(raw.find(R"("subject":"carol")") != std::string::npos);
+    CHECK(raw.find(R"("token_id":"e2e-token-1")") != std::string::npos);
+    CHECK(raw.find("\"issuer\":\"" + d.idp->issuer + "\"") != std::string::npos);
+    // Not the token, nor its signature (the part an attacker could not make).
+    CHECK(raw.find(token) == std::string::npos);
+    CHECK(raw.find(token.substr(token.rfind('.') + 1)) == std::string::npos);
+}
+
+TEST_CASE("OAuth: across an issuer outage the cached keys serve until their max age, then tokens fail closed and /readyz says why",
+          "[oauth][peers]") {
+    oauth_deployment d("    jwks_refresh: 1s\n    jwks_max_age: 4s\n");
+    auto token = d.sign(d.claims(), {"--ttl", "300"});
+    REQUIRE(modern_post(d.port, token, "tools/list", "", "").status == 200);
+    d.idp->stop();
+    // The keys fetched last still serve: the issuer being down is not the token being bad.
+    CHECK(modern_post(d.port, token, "tools/list", "", "").status == 200);
+    int status = 0;
+    for (int i = 0; i < 100; ++i) {  // at most 10 s; the keys expire 4 s after their last fetch
+        status = modern_post(d.port, token, "tools/list", "", "").status;
+        if (status == 401) break;
+        std::this_thread::sleep_for(100ms);
+    }
+    REQUIRE(status == 401);
+    auto ready = http_get(d.port, "/readyz");
+    CHECK(ready.status == 503);
+    auto checks = json::parse(ready.body).at("checks").as_object();
+    auto const& issuer_check = checks.at("oauth:" + d.idp->issuer).as_object();
+    CHECK(issuer_check.at("ok") == false);
+    CHECK(issuer_check.at("state") == "keys_expired");
+    // A static token is not the issuer's: it still works.
+    CHECK(modern_post(d.port, alice_token, "tools/list", "", "").status == 200);
+}
