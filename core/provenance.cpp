@@ -1,5 +1,7 @@
 #include "core/provenance.hpp"
 
+#include "core/base64url.hpp"
+
 #include "core/canonical_json.hpp"
 #include "core/sha256.hpp"
 
@@ -45,65 +47,6 @@ bio_ptr memory_bio(std::string_view text) {
 int refuse_passphrase(char*, int, int, void*) { return -1; }
 
 bool is_ed25519(EVP_PKEY const* k) noexcept { return EVP_PKEY_get_id(k) == EVP_PKEY_ED25519; }
-
-// ---- base64url without padding (RFC 4648 section 5) ----
-
-constexpr std::string_view b64url_alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-std::string base64url_encode(std::uint8_t const* data, std::size_t size) {
-    std::string out;
-    out.reserve((size * 4 + 2) / 3);
-    std::size_t i = 0;
-    for (; i + 3 <= size; i += 3) {
-        std::uint32_t n = (std::uint32_t{data[i]} << 16) | (std::uint32_t{data[i + 1]} << 8) | data[i + 2];
-        out += b64url_alphabet[(n >> 18) & 63];
-        out += b64url_alphabet[(n >> 12) & 63];
-        out += b64url_alphabet[(n >> 6) & 63];
-        out += b64url_alphabet[n & 63];
-    }
-    if (size - i == 1) {
-        std::uint32_t n = std::uint32_t{data[i]} << 16;
-        out += b64url_alphabet[(n >> 18) & 63];
-        out += b64url_alphabet[(n >> 12) & 63];
-    } else if (size - i == 2) {
-        std::uint32_t n = (std::uint32_t{data[i]} << 16) | (std::uint32_t{data[i + 1]} << 8);
-        out += b64url_alphabet[(n >> 18) & 63];
-        out += b64url_alphabet[(n >> 12) & 63];
-        out += b64url_alphabet[(n >> 6) & 63];
-    }
-    return out;
-}
-
-int b64url_value(char c) noexcept {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '-') return 62;
-    if (c == '_') return 63;
-    return -1;
-}
-
-// Strict: no padding, no whitespace, and unused trailing bits must be zero, so that exactly one
-// text spells a given signature.
-std::optional<std::string> base64url_decode(std::string_view text) {
-    if (text.size() % 4 == 1) return std::nullopt;
-    std::string out;
-    out.reserve(text.size() * 3 / 4);
-    std::uint32_t acc = 0;
-    int bits = 0;
-    for (char c : text) {
-        int v = b64url_value(c);
-        if (v < 0) return std::nullopt;
-        acc = (acc << 6) | static_cast<std::uint32_t>(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out += static_cast<char>((acc >> bits) & 0xff);
-        }
-    }
-    if ((acc & ((1u << bits) - 1)) != 0) return std::nullopt;
-    return out;
-}
 
 // ---- RFC 3339 UTC times, whole seconds ----
 
@@ -360,7 +303,7 @@ result<void> provenance_signer::sign(provenance& p) const {
     if (!payload) return payload.error();
     auto sig = ed25519_sign_bytes(as_pkey(pkey_), static_cast<EVP_MD_CTX const*>(prepared_), payload_digest(*payload));
     if (!sig) return sig.error();
-    draft.attestation->sig = base64url_encode(reinterpret_cast<std::uint8_t const*>(sig->data()), sig->size());
+    draft.attestation->sig = base64url_encode(*sig);
     // Only now touch the caller's block: a failed signing leaves it exactly as it was.
     p.attestation = std::move(draft.attestation);
     return {};

@@ -2,6 +2,7 @@
 
 #include "service/config/durations.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -85,10 +86,27 @@ void print_principals(std::ostream& o, config const& c) {
     for (auto const& p : c.principals) {
         o << "  " << p.name << "  " << p.manifest.tools.size() << " tools granted by " << p.manifest.name << " "
           << p.manifest.version << " (" << p.manifest_file.string() << "), token from ";
+        bool const by_oauth = c.auth.oauth && std::any_of(c.auth.oauth->principals.begin(), c.auth.oauth->principals.end(),
+                                                         [&](auto const& kv) { return kv.second == p.name; });
         if (p.anonymous) o << "nobody: anonymous";
+        else if (p.token.empty() && !p.token_file && !p.token_env && by_oauth) o << "OAuth only";
         else if (p.token_file) o << p.token_file->string() << (p.token.empty() ? " (created at first start)" : "");
         else o << "$" << p.token_env.value_or("?");
-        o << (p.trusted ? ", trusted" : ", untrusted") << (p.is_operator ? ", operator" : "") << "\n";
+        o << (by_oauth && (p.token_file || p.token_env) ? ", and OAuth" : "") << (p.trusted ? ", trusted" : ", untrusted")
+          << (p.is_operator ? ", operator" : "") << "\n";
+    }
+    if (c.auth.oauth) {
+        auto const& a = *c.auth.oauth;
+        o << "oauth       resource " << a.resource << ", " << a.principals.size() << " " << a.principal_claim
+          << " value(s) mapped, skew " << format_duration(a.clock_skew) << "\n";
+        for (auto const& i : a.issuers)
+            o << "  issuer " << i.issuer << (c.egress.permits(i.destination) ? ", egress allowed" : ", egress NOT allowed")
+              << "\n";
+        std::string scopes;
+        for (auto const& s : a.required_scopes) scopes += (scopes.empty() ? "" : " ") + s;
+        std::string algs;
+        for (auto const& s : a.algorithms) algs += (algs.empty() ? "" : " ") + s;
+        o << "  algorithms " << algs << (scopes.empty() ? "" : "; every request needs scope " + scopes) << "\n";
     }
 }
 

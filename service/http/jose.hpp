@@ -7,6 +7,7 @@
 // algorithms (HS*) and "none" are not algorithms here at all, so no code path can confuse an RSA
 // public key with an HMAC secret.
 
+#include "core/base64url.hpp"
 #include "core/error.hpp"
 
 #include <boost/json/object.hpp>
@@ -24,8 +25,8 @@ namespace airlock::service::jose {
 
 // RFC 4648 section 5 without padding. Decoding refuses '=', '+', '/', whitespace, a length of 1
 // modulo 4 and non-zero trailing bits (two spellings of the same bytes would otherwise both verify).
-std::optional<std::string> base64url_decode(std::string_view text);
-std::string base64url_encode(std::string_view bytes);
+using core::base64url_decode;
+using core::base64url_encode;
 
 enum class alg { rs256, rs384, rs512, ps256, ps384, ps512, es256, es384, es512, eddsa };
 

@@ -359,3 +359,23 @@ TEST_CASE("OAuth: across an issuer outage the cached keys serve until their max 
     // A static token is not the issuer's: it still works.
     CHECK(modern_post(d.port, alice_token, "tools/list", "", "").status == 200);
 }
+
+TEST_CASE("OAuth: airlock check --online fetches each issuer's metadata and keys, and names the issuer it cannot reach",
+          "[oauth][peers]") {
+    oauth_deployment d;
+    auto const config = (d.dir.path() / "airlock.yaml").string();
+    auto ok = run_command({AIRLOCK_BINARY, "check", "--online", config}, 60s);
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK_THAT(ok.out, Catch::Contains("oauth       resource " + d.resource));
+    CHECK_THAT(ok.out, Catch::Contains("carol  2 tools granted by desk 1"));
+    CHECK_THAT(ok.out, Catch::Contains("OAuth only"));
+    CHECK_THAT(ok.out, Catch::Contains("ok oauth issuer " + d.idp->issuer + ": 3 signing key(s) from " + d.idp->issuer));
+    d.idp->stop();
+    auto down = run_command({AIRLOCK_BINARY, "check", "--online", config}, 60s);
+    INFO(down.out << down.err);
+    CHECK(down.exit_code == 1);
+    CHECK_THAT(down.out, Catch::Contains(config + ": error: auth.oauth issuer " + d.idp->issuer + ": "));
+    // Without --online nothing is contacted, and the configuration is still valid.
+    CHECK(run_command({AIRLOCK_BINARY, "check", config}, 60s).exit_code == 0);
+}
