@@ -198,6 +198,18 @@ std::shared_ptr<rest_api> make_rest(config const& c, service_core const& sc, ser
     return std::make_shared<rest_api>(std::move(ro));
 }
 
+// What /healthz, /readyz, /metrics and the resource metadata read.
+std::shared_ptr<ops_state> make_ops(config const& c, std::shared_ptr<serving> const& sv, lifecycle& life,
+                                    std::shared_ptr<oauth_parts> oauth) {
+    auto ops = std::make_shared<ops_state>();
+    ops->metrics = sv->metrics;
+    ops->sv = sv;
+    ops->life = &life;
+    ops->metrics_settings = c.metrics;
+    ops->oauth = std::move(oauth);
+    return ops;
+}
+
 // /v1 to the REST API, the rest to the ops routes (/mcp is the endpoint's, ahead of both).
 http_response_handler make_routes(std::shared_ptr<rest_api> rest, std::shared_ptr<ops_state> ops) {
     return [rest, ops](http_request& req) -> asio::awaitable<http_response> {
@@ -330,12 +342,7 @@ int run_serve(std::vector<std::string> const& args) {
     auto endpoint = std::make_shared<mcp_endpoint>(std::make_shared<redacting_backend>(sv->backend), eo);
     auto http_options = to_http_server_options(c->server);
     auto rest = make_rest(*c, *sc, *sv, eo);
-    auto ops = std::make_shared<ops_state>();
-    ops->metrics = metrics;
-    ops->sv = sv;
-    ops->life = &life;
-    ops->metrics_settings = c->metrics;
-    ops->oauth = oauth;
+    auto ops = make_ops(*c, sv, life, oauth);
     request_observer_options observer;
     observer.metrics = metrics;
     set_refusals(http_options, observer);

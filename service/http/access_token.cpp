@@ -14,6 +14,7 @@ namespace airlock::service {
 namespace {
 
 using sys_clock = std::chrono::system_clock;
+namespace json = boost::json;
 
 token_refusal refuse(token_fault f, std::string detail) { return {f, std::move(detail), "", ""}; }
 
@@ -93,6 +94,74 @@ std::variant<jose::jwk const*, token_refusal> choose_key(jose::key_set const& se
     return found;
 }
 
+// exp (required) not past, nbf and iat not in the future, each within the skew; `exp` is set.
+std::optional<token_refusal> check_times(json::object const& claims, sys_clock::time_point now,
+                                         std::chrono::seconds skew_s, double& exp) {
+    auto now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
+    auto skew = static_cast<double>(skew_s.count());
+    switch (numeric_date(claims, "exp", exp)) {
+    case numeric::absent: return refuse(token_fault::malformed, "the token has no exp");
+    case numeric::invalid: return refuse(token_fault::malformed, "the token's exp is not a number");
+    case numeric::ok: break;
+    }
+    if (!(exp > now_s - skew)) return refuse(token_fault::expired, "the token expired");
+    for (auto name : {"nbf", "iat"}) {
+        double t = 0;
+        switch (numeric_date(claims, name, t)) {
+        case numeric::absent: continue;
+        case numeric::invalid: return refuse(token_fault::malformed, "the token's " + std::string(name) + " is not a number");
+        case numeric::ok: break;
+        }
+        if (t > now_s + skew)
+            return refuse(token_fault::not_yet_valid, "the token's " + std::string(name) + " is in the future");
+    }
+    return std::nullopt;
+}
+
+// aud (a string or an array) names one of the rules' audiences.
+std::optional<token_refusal> check_audience(json::object const& claims, token_rules const& rules) {
+    std::vector<std::string_view> aud;
+    if (auto const* a = claims.if_contains("aud")) {
+        if (a->is_string()) aud.push_back(a->get_string());
+        else if (a->is_array())
+            for (auto const& e : a->get_array())
+                if (e.is_string()) aud.push_back(e.get_string());
+    }
+    if (aud.empty()) return refuse(token_fault::bad_audience, "the token names no audience");
+    bool ours = std::any_of(aud.begin(), aud.end(), [&](std::string_view a) {
+        return std::find(rules.audiences.begin(), rules.audiences.end(), a) != rules.audiences.end();
+    });
+    if (!ours) return refuse(token_fault::bad_audience, "the token's audience is not this server");
+    return std::nullopt;
+
+}
+
+// sub, the token id (jti, else a digest of the token), the client and the scopes (scope or scp).
+std::optional<token_refusal> read_identity(json::object const& claims, std::string_view token, access_claims& out) {
+    auto sub = string_claim(claims, "sub");
+    auto jti = string_claim(claims, "jti");
+    auto client_id = string_claim(claims, "client_id");
+    auto azp = string_claim(claims, "azp");
+    if (!sub || !jti || !client_id || !azp)
+        return refuse(token_fault::malformed, "the token's sub, jti, client_id or azp is not a string");
+    out.subject = std::move(*sub);
+    out.token_id = !jti->empty() ? std::move(*jti) : "sha256:" + core::sha256_hex(token).substr(0, 16);
+    out.client_id = !client_id->empty() ? std::move(*client_id) : std::move(*azp);
+    if (auto const* scope = claims.if_contains("scope")) {
+        if (!scope->is_string()) return refuse(token_fault::malformed, "the token's scope is not a string");
+        split_spaces(scope->get_string(), out.scopes);
+    } else if (auto const* scp = claims.if_contains("scp")) {
+        if (scp->is_string()) split_spaces(scp->get_string(), out.scopes);
+        else if (scp->is_array()) {
+            for (auto const& s : scp->get_array()) {
+                if (!s.is_string()) return refuse(token_fault::malformed, "the token's scp holds a non-string");
+                out.scopes.emplace_back(s.get_string());
+            }
+        } else return refuse(token_fault::malformed, "the token's scp is not a string or an array");
+    }
+    return std::nullopt;
+}
+
 // What the token says it is, for the refusal's log fields; filled as validation reads it.
 struct token_names {
     std::string issuer;
@@ -133,62 +202,12 @@ std::variant<access_claims, token_refusal> validate(std::string_view token, toke
                                                       " signature does not verify with key " + quoted(key.kid));
 
     // From here on the claims are the issuer's own words.
-    auto now_s = std::chrono::duration<double>(now.time_since_epoch()).count();
-    auto skew = static_cast<double>(rules.skew.count());
     double exp = 0;
-    switch (numeric_date(claims, "exp", exp)) {
-    case numeric::absent: return refuse(token_fault::malformed, "the token has no exp");
-    case numeric::invalid: return refuse(token_fault::malformed, "the token's exp is not a number");
-    case numeric::ok: break;
-    }
-    if (!(exp > now_s - skew)) return refuse(token_fault::expired, "the token expired");
-    for (auto name : {"nbf", "iat"}) {
-        double t = 0;
-        switch (numeric_date(claims, name, t)) {
-        case numeric::absent: continue;
-        case numeric::invalid: return refuse(token_fault::malformed, "the token's " + std::string(name) + " is not a number");
-        case numeric::ok: break;
-        }
-        if (t > now_s + skew)
-            return refuse(token_fault::not_yet_valid, "the token's " + std::string(name) + " is in the future");
-    }
-
-    std::vector<std::string_view> aud;
-    if (auto const* a = claims.if_contains("aud")) {
-        if (a->is_string()) aud.push_back(a->get_string());
-        else if (a->is_array())
-            for (auto const& e : a->get_array())
-                if (e.is_string()) aud.push_back(e.get_string());
-    }
-    if (aud.empty()) return refuse(token_fault::bad_audience, "the token names no audience");
-    bool ours = std::any_of(aud.begin(), aud.end(), [&](std::string_view a) {
-        return std::find(rules.audiences.begin(), rules.audiences.end(), a) != rules.audiences.end();
-    });
-    if (!ours) return refuse(token_fault::bad_audience, "the token's audience is not this server");
-
+    if (auto r = check_times(claims, now, rules.skew, exp)) return std::move(*r);
+    if (auto r = check_audience(claims, rules)) return std::move(*r);
     access_claims out;
     out.issuer = *iss;
-    auto sub = string_claim(claims, "sub");
-    auto jti = string_claim(claims, "jti");
-    auto client_id = string_claim(claims, "client_id");
-    auto azp = string_claim(claims, "azp");
-    if (!sub || !jti || !client_id || !azp)
-        return refuse(token_fault::malformed, "the token's sub, jti, client_id or azp is not a string");
-    out.subject = std::move(*sub);
-    out.token_id = !jti->empty() ? std::move(*jti) : "sha256:" + core::sha256_hex(token).substr(0, 16);
-    out.client_id = !client_id->empty() ? std::move(*client_id) : std::move(*azp);
-    if (auto const* scope = claims.if_contains("scope")) {
-        if (!scope->is_string()) return refuse(token_fault::malformed, "the token's scope is not a string");
-        split_spaces(scope->get_string(), out.scopes);
-    } else if (auto const* scp = claims.if_contains("scp")) {
-        if (scp->is_string()) split_spaces(scp->get_string(), out.scopes);
-        else if (scp->is_array()) {
-            for (auto const& s : scp->get_array()) {
-                if (!s.is_string()) return refuse(token_fault::malformed, "the token's scp holds a non-string");
-                out.scopes.emplace_back(s.get_string());
-            }
-        } else return refuse(token_fault::malformed, "the token's scp is not a string or an array");
-    }
+    if (auto r = read_identity(claims, token, out)) return std::move(*r);
     // system_clock counts nanoseconds: past about year 2262 a time_point overflows, so clamp.
     constexpr double latest = 9.0e9;
     out.expires = sys_clock::time_point(std::chrono::duration_cast<sys_clock::duration>(

@@ -100,6 +100,20 @@ bool query_has_access_token(std::string_view target) {
 
 }  // namespace
 
+boost::json::object journal_identity(door_admitted const& a) {
+    if (!a.identity) return {};
+    return {{"method", "oauth"}, {"issuer", a.identity->issuer}, {"subject", a.identity->subject},
+            {"token_id", a.identity->token_id}};
+}
+
+std::string refusal_words(unsigned status) {
+    switch (status) {
+        case 400: return "Bad request: ";
+        case 401: return "Unauthorized: ";
+        default: return "Forbidden: ";
+    }
+}
+
 std::string bearer_challenge(door_policy const& policy, bool token_given) {
     std::string c = R"(Bearer realm="airlock")";
     if (token_given) c += R"(, error="invalid_token")";

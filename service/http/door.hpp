@@ -12,6 +12,8 @@
 #include "core/errc.hpp"
 #include "service/http/http_server.hpp"
 
+#include <boost/json/object.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -135,6 +137,13 @@ struct door_admitted {
 
 // An allowed OPTIONS request where the policy answers preflights: no credentials were asked for.
 struct door_preflight {};
+
+// What the journal keeps of an OAuth token that admitted a request: {"method": "oauth", "issuer",
+// "subject", "token_id"} - never the token. Empty for a static token or an anonymous caller.
+boost::json::object journal_identity(door_admitted const& a);
+
+// How a refusal's status reads at the start of a message: "Unauthorized: ", "Forbidden: ", ...
+std::string refusal_words(unsigned status);
 
 // The door's view of an HTTP request: its Host, Origin and Authorization headers, its method and the
 // client's address. The views point into `req`.

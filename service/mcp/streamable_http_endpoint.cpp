@@ -6,6 +6,7 @@
 #include "mcp/protocol/log_throttle.hpp"
 #include "mcp/protocol/mrtr.hpp"
 #include "mcp/server/exchange.hpp"
+#include "service/mcp/http_exchange.hpp"
 #include "service/mcp/http_sessions.hpp"
 #include "service/mcp/sse_streams.hpp"
 #include "service/config/durations.hpp"
@@ -38,53 +39,13 @@ namespace json = boost::json;
 using asio::as_tuple;
 using asio::use_awaitable;
 using error_code = boost::system::error_code;
+using detail::event_channel;
+using detail::http_exchange;
+using detail::outgoing;
 
 // ---------------------------------------------------------------- the endpoint
 
 namespace {
-
-// One item on the way to a request's response stream.
-struct outgoing {
-    std::string json;       // a serialized JSON-RPC message
-    bool final = false;     // the response to the request: nothing follows
-    bool suppress = false;  // final, but the request was cancelled: the client gets no response
-    unsigned status = 200;  // the HTTP status when the final message is the whole reply
-    bool input_required = false;  // modern: questions wait for the client; the reader ends the round
-};
-
-using event_channel = asio::experimental::concurrent_channel<void(error_code, outgoing)>;
-
-// One client request being served: the exchange's request, with the channel its reply (JSON or
-// SSE) is read from. Modern (2026-07-28) requests reach their client only through
-// InputRequiredResults (MRTR); mcp/server/exchange.hpp keeps them between rounds.
-struct http_exchange : mcp::served_request {
-    explicit http_exchange(asio::any_io_executor ex) : served_request(ex), events(ex, 64) {}
-
-    asio::awaitable<bool> async_send(mcp::message m) override {
-        outgoing o;
-        o.json = mcp::serialize(m);
-        auto [ec] = co_await events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
-        co_return !ec;
-    }
-    // The reader ends the round (async_next): it is the one that answers with the round's result.
-    asio::awaitable<void> async_round_due() override {
-        outgoing o;
-        o.input_required = true;
-        co_await events.async_send(error_code{}, std::move(o), as_tuple(use_awaitable));
-    }
-    std::string unanswered() const override {
-        return "the client did not answer: the request was cancelled or its stream closed";
-    }
-
-    event_channel events;          // backend → the reply (JSON or SSE)
-    std::weak_ptr<http_session> owner;  // legacy only
-    // running → answered (the backend returned) or → cut_off (airlock ended it while running: the
-    // client is told so, unless the backend finished it all the same); whichever comes first holds,
-    // so a finished result is never replaced.
-    enum class stage { running, answered, cut_off, deleted };
-    std::atomic<stage> ended{stage::running};
-};
-
 
 http_response rpc_json(unsigned status, std::string body, unsigned version) {
     return json_response(static_cast<http::status>(status), std::move(body), version);
@@ -114,14 +75,6 @@ constexpr cors_rules mcp_cors{
     "POST, GET, DELETE, OPTIONS", "POST, GET, DELETE",
     "Authorization, Content-Type, Accept, Mcp-Session-Id, MCP-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID",
     "Mcp-Session-Id, MCP-Protocol-Version, WWW-Authenticate"};
-
-// What the journal keeps of an OAuth token that admitted a request: who issued it to whom, and its
-// id. Never the token.
-json::object authentication_of(door_admitted const& a) {
-    if (!a.identity) return {};
-    return {{"method", "oauth"}, {"issuer", a.identity->issuer}, {"subject", a.identity->subject},
-            {"token_id", a.identity->token_id}};
-}
 
 mcp::session_table::options session_options(mcp_endpoint_options const& o) {
     return {o.session_idle_timeout, o.max_sessions, o.max_sessions_per_principal, o.random, o.clock};
@@ -189,11 +142,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     http_response refusal_reply(door_refusal const& refused, unsigned version) {
         log_refusal(refused);
         auto res = rpc_error(refused.status, std::nullopt, core::to_jsonrpc_code(refused.code),
-                             std::string(refused.status == 401   ? "Unauthorized: "
-                                         : refused.status == 400 ? "Bad request: "
-                                                                 : "Forbidden: ") +
-                                 refused.detail,
-                             version);
+                             refusal_words(refused.status) + refused.detail, version);
         if (!refused.www_authenticate.empty()) res.set(http::field::www_authenticate, refused.www_authenticate);
         return res;
     }
@@ -475,7 +424,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     asio::awaitable<http_reply> handle_allowed(http_request& req, door_admitted admitted) {
         unsigned v = req.version();
         auto const principal = std::move(admitted.principal);
-        auto const auth = authentication_of(admitted);
+        auto const auth = journal_identity(admitted);
         note_principal(req, principal);
         sweep();
         switch (req.method()) {
