@@ -4,6 +4,7 @@
 // bad token an attacker or a broken client sends gets the exact status and challenge.
 #include "tests/support/child_process.hpp"
 #include "tests/support/http_get.hpp"
+#include "tests/support/node_peers.hpp"
 #include "tests/support/peers.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -91,9 +92,13 @@ struct oauth_deployment {
     std::string resource = "http://127.0.0.1:" + std::to_string(port) + "/mcp";
     fs::path keys = dir.path() / "issuer-keys.json";
     std::unique_ptr<issuer_process> idp;
+    std::unique_ptr<node_peer> echo;  // an HTTP upstream that says which headers reach it
     std::unique_ptr<child_process> airlock;
 
-    explicit oauth_deployment(std::string const& oauth_extra = "", std::string const& access_ttl = "300") {
+    explicit oauth_deployment(std::string const& oauth_extra = "", std::string const& access_ttl = "300",
+                              bool with_echo = false) {
+        if (with_echo) echo = std::make_unique<node_peer>(std::vector<std::string>{fixture("header_echo_server.mjs")},
+                                                          std::vector<std::string>{"PORT=0"});
         idp = std::make_unique<issuer_process>(std::vector<std::string>{"--resource", resource, "--scopes", "mcp:tools",
                                                                         "--access-ttl", access_ttl, "--keys", keys.string(),
                                                                         "--subject", "carol"});
@@ -109,13 +114,18 @@ spec:
       mutates: false
     - ref: tool://everything/echo
       mutates: false
+    - ref: tool://echo/headers
+      mutates: false
   budgets: {}
 )";
         std::ofstream(dir.path() / "airlock.yaml")
             << "journal: { dir: journal }\n"
             << "upstreams:\n  - name: everything\n    stdio: { argv: [\"" << peers::node() << "\", \"" << peers::everything()
             << "\", stdio] }\n"
+            << (echo ? "  - name: echo\n    url: " + echo->url() + "\n    headers: { X-Upstream-Key: configured-for-echo }\n"
+                     : std::string())
             << "egress:\n  - process: \"" << peers::node() << "\"\n  - http://127.0.0.1:" << issuer_port << "\n"
+            << (echo ? "  - http://127.0.0.1:" + std::to_string(echo->port) + "\n" : std::string())
             << "principals:\n"
             << "  - name: alice\n    token_file: alice.token\n    manifest: grants.yaml\n"
             << "  - name: carol\n    manifest: grants.yaml\n"
@@ -368,7 +378,7 @@ TEST_CASE("OAuth: airlock check --online fetches each issuer's metadata and keys
     INFO(ok.out << ok.err);
     CHECK(ok.exit_code == 0);
     CHECK_THAT(ok.out, Catch::Contains("oauth       resource " + d.resource));
-    CHECK_THAT(ok.out, Catch::Contains("carol  2 tools granted by desk 1"));
+    CHECK_THAT(ok.out, Catch::Contains("carol  3 tools granted by desk 1"));
     CHECK_THAT(ok.out, Catch::Contains("OAuth only"));
     CHECK_THAT(ok.out, Catch::Contains("ok oauth issuer " + d.idp->issuer + ": 3 signing key(s) from " + d.idp->issuer));
     d.idp->stop();
@@ -378,4 +388,24 @@ TEST_CASE("OAuth: airlock check --online fetches each issuer's metadata and keys
     CHECK_THAT(down.out, Catch::Contains(config + ": error: auth.oauth issuer " + d.idp->issuer + ": "));
     // Without --online nothing is contacted, and the configuration is still valid.
     CHECK(run_command({AIRLOCK_BINARY, "check", config}, 60s).exit_code == 0);
+}
+
+TEST_CASE("OAuth: the client's token never travels upstream; the upstream gets only the headers configured for it",
+          "[oauth][peers]") {
+    oauth_deployment d("", "300", true);
+    auto token = d.sign(d.claims(), {"--ttl", "300"});
+    auto call = modern_post(d.port, token, "tools/call", "echo__headers", R"("name":"echo__headers","arguments":{},)");
+    INFO(call.body << "\n" << d.airlock->stderr_text());
+    REQUIRE(call.status == 200);
+    // The tool's text is the JSON object of the headers it saw. The configured header arrived; its
+    // value is a configured secret, which airlock hides in whatever comes back.
+    CHECK_THAT(call.body, Catch::Contains(R"(\"x-upstream-key\":\"[redacted]\")"));
+    CHECK(call.body.find(token) == std::string::npos);
+    CHECK(call.body.find(token.substr(token.rfind('.') + 1)) == std::string::npos);
+    CHECK_THAT(call.body, !Catch::Contains("authorization"));
+    // Nor did any request of airlock's to that upstream (initialize, tools/list) carry it.
+    d.airlock->signal(SIGTERM);
+    d.airlock->wait(20s);
+    d.airlock.reset();
+    CHECK_THAT(d.echo->child->stderr_text(), !Catch::Contains("header-echo: authorization"));
 }
