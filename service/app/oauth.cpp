@@ -1,5 +1,7 @@
 #include "service/app/oauth.hpp"
 
+#include <spdlog/spdlog.h>
+
 namespace airlock::service {
 
 std::shared_ptr<oauth_parts> make_oauth(config const& c, boost::asio::any_io_executor exec,
@@ -13,7 +15,7 @@ std::shared_ptr<oauth_parts> make_oauth(config const& c, boost::asio::any_io_exe
     ko.egress = c.egress;
     ko.refresh = o.jwks_refresh;
     ko.max_age = o.jwks_max_age;
-    parts->keys = std::make_shared<oauth_keys>(std::move(exec), std::move(ko));
+    parts->keys = std::make_shared<oauth_keys>(exec, std::move(ko));
 
     oauth_guard_options go;
     for (auto const& i : o.issuers) go.rules.issuers.push_back(i.issuer);
@@ -40,7 +42,29 @@ std::shared_ptr<oauth_parts> make_oauth(config const& c, boost::asio::any_io_exe
     };
     parts->guard = std::make_shared<oauth_guard const>(std::move(go), std::move(keys), nullptr, std::move(counted),
                                                        std::move(rotated));
-    parts->door = door_oauth{oauth_guard::verifier(parts->guard), parts->guard->challenge()};
+    parts->door = door_oauth{oauth_guard::verifier(parts->guard), nullptr, parts->guard->challenge()};
+
+    if (o.introspection) {
+        introspection_options io;
+        for (auto const& i : o.issuers)
+            if (i.issuer == o.introspection->issuer) io.issuer = {i.issuer, i.verify_peer, i.ca_file};
+        io.endpoint = o.introspection->endpoint;
+        io.client_id = o.introspection->client_id;
+        io.client_secret = o.introspection->client_secret;
+        io.egress = c.egress;
+        io.rules = parts->guard->rules();
+        parts->introspector = std::make_shared<token_introspector>(exec, std::move(io));
+        parts->door.introspect = [intro = parts->introspector, guard = parts->guard](
+                                     std::string token, std::string client)
+            -> boost::asio::awaitable<std::variant<door_admitted, door_refusal>> {
+            auto v = co_await intro->async_introspect(std::move(token));
+            if (auto* r = std::get_if<token_refusal>(&v)) {
+                if (r->fault == token_fault::unavailable) spdlog::warn("oauth: {}", r->detail);
+                co_return guard->refuse(*r, client);
+            }
+            co_return guard->admit(std::get<access_claims>(v), client);
+        };
+    }
 
     parts->metadata.resource = o.resource;
     for (auto const& i : o.issuers) parts->metadata.authorization_servers.push_back(i.issuer);

@@ -5,6 +5,7 @@
 #include "service/config/config.hpp"
 #include "service/http/door.hpp"
 #include "service/http/oauth_guard.hpp"
+#include "service/http/oauth_introspection.hpp"
 #include "service/http/oauth_keys.hpp"
 #include "service/http/resource_metadata.hpp"
 #include "service/ops/metrics.hpp"
@@ -18,6 +19,7 @@ namespace airlock::service {
 struct oauth_parts {
     std::shared_ptr<oauth_keys> keys;
     std::shared_ptr<oauth_guard const> guard;
+    std::shared_ptr<token_introspector> introspector;  // auth.oauth.introspection; null without it
     resource_metadata metadata;
     door_oauth door;  // what the endpoints' doors are given
 };

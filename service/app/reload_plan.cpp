@@ -1,5 +1,7 @@
 #include "service/app/reload_plan.hpp"
 
+#include "core/sha256.hpp"
+
 #include <algorithm>
 #include <tuple>
 
@@ -81,6 +83,9 @@ std::vector<std::string> restart_only_changes(config const& before, config const
         v.push_back(std::to_string(o.clock_skew.count()) + " " + std::to_string(o.jwks_refresh.count()) + " " +
                     std::to_string(o.jwks_max_age.count()) + " " + o.principal_claim);
         for (auto const& [value, name] : o.principals) v.push_back(value + "=" + name);
+        if (o.introspection)
+            v.push_back(o.introspection->issuer + " " + o.introspection->endpoint + " " + o.introspection->client_id + " " +
+                        core::sha256_hex(o.introspection->client_secret));
         return v;
     };
     if (oauth_of(before) != oauth_of(after)) out.push_back("auth.oauth");

@@ -114,10 +114,39 @@ void read_algorithms(reader& r, YAML::Node const& n, std::string const& p, oauth
     o.algorithms = std::move(out);
 }
 
+void read_introspection(reader& r, YAML::Node const& n, std::string const& p, oauth_config& o) {
+    if (!r.mapping(n, p, {"issuer", "endpoint", "client_id", "client_secret"})) return;
+    oauth_config::introspection_config ic;
+    if (auto const v = n["issuer"]) {
+        if (auto s = r.text(v, p + ".issuer")) ic.issuer = *s;
+    } else if (o.issuers.size() == 1) {
+        ic.issuer = o.issuers[0].issuer;
+    } else if (!o.issuers.empty()) {
+        r.fail("missing_field", p + " needs issuer: which of the issuers answers for opaque tokens");
+    }
+    if (!ic.issuer.empty() && std::none_of(o.issuers.begin(), o.issuers.end(), [&](auto const& i) { return i.issuer == ic.issuer; }))
+        r.fail("invalid_value", p + ".issuer is " + in_quotes(ic.issuer) + ", which auth.oauth's issuers do not list");
+    if (auto const v = n["endpoint"]) read_url(r, v, p + ".endpoint", "the introspection endpoint", ic.endpoint);
+    if (auto const v = n["client_id"]) {
+        if (auto s = r.text(v, p + ".client_id")) ic.client_id = *s;
+    } else {
+        r.fail("missing_field", p + " needs client_id: airlock's own client at the authorization server");
+    }
+    if (auto const v = n["client_secret"]; !v) {
+        r.fail("missing_field", p + " needs client_secret: {file: PATH} or {env: NAME}");
+    } else if (!v.IsMap()) {
+        r.fail("wrong_type", p + ".client_secret must be {file: PATH} or {env: NAME}; a secret is never written in the "
+                                 "configuration");
+    } else if (auto s = read_secret_value(r, v, p + ".client_secret")) {
+        ic.client_secret = *s;
+    }
+    o.introspection = std::move(ic);
+}
+
 void read_oauth(reader& r, YAML::Node const& n, std::string const& p, oauth_config& o) {
     if (!r.mapping(n, p,
                    {"resource", "issuer", "issuers", "audience", "scopes_supported", "required_scopes", "algorithms",
-                    "clock_skew", "principal_claim", "principals", "jwks_refresh", "jwks_max_age"}))
+                    "clock_skew", "principal_claim", "principals", "jwks_refresh", "jwks_max_age", "introspection"}))
         return;
     if (auto const v = n["resource"]) {
         read_url(r, v, p + ".resource", "the resource", o.resource);
@@ -172,6 +201,7 @@ void read_oauth(reader& r, YAML::Node const& n, std::string const& p, oauth_conf
     if (o.jwks_max_age < o.jwks_refresh)
         r.fail("invalid_value", p + ".jwks_max_age (" + format_duration(o.jwks_max_age) + ") is shorter than jwks_refresh (" +
                                     format_duration(o.jwks_refresh) + "); keys must outlive the wait for their refresh");
+    if (auto const v = n["introspection"]) read_introspection(r, v, p + ".introspection", o);
     if (auto const v = n["principal_claim"]) {
         if (auto c = r.text(v, p + ".principal_claim")) o.principal_claim = *c;
     }

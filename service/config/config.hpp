@@ -195,6 +195,14 @@ struct oauth_config {
     std::map<std::string, std::string> principals;     // that claim's value → a principals[].name
     std::chrono::milliseconds jwks_refresh{300'000};   // keys are fetched again at least this often
     std::chrono::milliseconds jwks_max_age{3'600'000}; // across an outage, keys serve this long after their last fetch
+    // RFC 7662, for opaque access tokens (anything not a JWT); absent: only JWTs are accepted.
+    struct introspection_config {
+        std::string issuer;       // whose opaque tokens: one of issuers (default: the only one)
+        std::string endpoint;     // "": the issuer metadata's introspection_endpoint
+        std::string client_id;
+        std::string client_secret;  // SECRET: from a file or the environment, never inline
+    };
+    std::optional<introspection_config> introspection;
 };
 
 struct auth_config {

@@ -218,6 +218,27 @@ std::variant<access_claims, token_refusal> validate(std::string_view token, toke
 
 }  // namespace
 
+std::variant<access_claims, token_refusal> validate_introspection(json::object answer, std::string_view token,
+                                                                 std::string const& issuer, token_rules const& rules,
+                                                                 sys_clock::time_point now) {
+    auto const* active = answer.if_contains("active");
+    if (!active || !active->is_bool() || !active->get_bool())
+        return refuse(token_fault::inactive, "the issuer says the token is not active");
+    if (auto iss = string_claim(answer, "iss"); !iss || (answer.contains("iss") && *iss != issuer))
+        return refuse(token_fault::bad_issuer, "the introspection answer names another issuer");
+    double exp = 0;
+    if (auto r = check_times(answer, now, rules.skew, exp)) return std::move(*r);
+    if (auto r = check_audience(answer, rules)) return std::move(*r);
+    access_claims out;
+    out.issuer = issuer;
+    if (auto r = read_identity(answer, token, out)) return std::move(*r);
+    constexpr double latest = 9.0e9;
+    out.expires = sys_clock::time_point(std::chrono::duration_cast<sys_clock::duration>(
+        std::chrono::duration<double>(std::min(exp, latest))));
+    out.claims = std::move(answer);
+    return out;
+}
+
 std::string_view to_string(token_fault f) {
     switch (f) {
     case token_fault::malformed: return "malformed";
@@ -228,6 +249,8 @@ std::string_view to_string(token_fault f) {
     case token_fault::expired: return "expired";
     case token_fault::not_yet_valid: return "not_yet_valid";
     case token_fault::bad_audience: return "bad_audience";
+    case token_fault::inactive: return "inactive";
+    case token_fault::unavailable: return "unavailable";
     }
     return "malformed";
 }

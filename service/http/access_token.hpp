@@ -29,8 +29,10 @@ struct token_rules {
     std::chrono::seconds skew{60};
 };
 
+// inactive and unavailable are introspection's (an opaque token): the authorization server said it
+// is not active, or could not be asked.
 enum class token_fault { malformed, bad_alg, bad_issuer, unknown_kid, bad_signature, expired,
-                         not_yet_valid, bad_audience };
+                         not_yet_valid, bad_audience, inactive, unavailable };
 
 // "malformed", "bad_alg", ...: stable, for metric labels.
 std::string_view to_string(token_fault f);
@@ -57,6 +59,13 @@ inline constexpr std::size_t max_access_token_bytes = 16384;
 
 std::variant<access_claims, token_refusal> validate_access_token(std::string_view token, token_rules const& rules,
                                                                  key_source const& keys,
+                                                                 std::chrono::system_clock::time_point now);
+
+// An opaque token's introspection answer (RFC 7662) from `issuer`, checked as a JWT's claims are:
+// `active` true, `iss` (when present) the issuer, `exp` required and not past, `nbf`/`iat` not
+// ahead, `aud` naming one of the audiences; no signature (the issuer itself answered).
+std::variant<access_claims, token_refusal> validate_introspection(boost::json::object answer, std::string_view token,
+                                                                 std::string const& issuer, token_rules const& rules,
                                                                  std::chrono::system_clock::time_point now);
 
 }  // namespace airlock::service

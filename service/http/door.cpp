@@ -100,6 +100,12 @@ bool query_has_access_token(std::string_view target) {
 
 }  // namespace
 
+void apply_oauth(door_policy& policy, door_oauth const& oauth) {
+    policy.oauth = oauth.verify;
+    policy.introspect = oauth.introspect;
+    policy.challenge = oauth.challenge;
+}
+
 boost::json::object journal_identity(door_admitted const& a) {
     if (!a.identity) return {};
     return {{"method", "oauth"}, {"issuer", a.identity->issuer}, {"subject", a.identity->subject},
@@ -203,6 +209,12 @@ std::variant<door_admitted, door_refusal> check_credentials(door_policy const& p
     // The static tokens first: they are exact strings, and a JWT is never one of them.
     if (policy.authenticate)
         if (auto principal = policy.authenticate(token)) return door_admitted{std::move(*principal), false, {}};
+    if (policy.introspect && std::count(token.begin(), token.end(), '.') != 2) {
+        // Not a JWT: only the authorization server can tell (async_pass_door asks it). Refused here,
+        // for a caller that cannot wait.
+        auto r = unauthorized(policy, door_refusal_kind::opaque_token, "the access token is not valid", true);
+        return r;
+    }
     if (policy.oauth) return policy.oauth(token, req.client);
     return logged(unauthorized(policy, door_refusal_kind::unknown_token, "the bearer token is not valid", true), "token",
                   req.client, "refused a request from " + std::string(req.client) + " with an unknown bearer token");
@@ -214,6 +226,18 @@ door_verdict pass_door(door_policy const& policy, door_request const& req) {
     auto who = check_credentials(policy, req);
     if (auto* refused = std::get_if<door_refusal>(&who)) return std::move(*refused);
     return std::get<door_admitted>(std::move(who));
+}
+
+boost::asio::awaitable<door_verdict> async_pass_door(door_policy const& policy, door_request req) {
+    auto verdict = pass_door(policy, req);
+    auto const* refused = std::get_if<door_refusal>(&verdict);
+    if (!refused || refused->kind != door_refusal_kind::opaque_token || !policy.introspect) co_return verdict;
+    auto value = core::trim_ows(*req.authorization);
+    std::string token(core::trim_ows(value.substr(6)));  // past "Bearer", as check_credentials read it
+    std::string client(req.client);
+    auto asked = co_await policy.introspect(std::move(token), std::move(client));
+    if (auto* r = std::get_if<door_refusal>(&asked)) co_return std::move(*r);
+    co_return std::get<door_admitted>(std::move(asked));
 }
 
 }  // namespace airlock::service

@@ -12,6 +12,7 @@
 #include "core/errc.hpp"
 #include "service/http/http_server.hpp"
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 
 #include <cstdint>
@@ -33,6 +34,10 @@ struct door_refusal;
 // (service/http/oauth_guard); `client` is the client's address, for the log.
 using token_verifier =
     std::function<std::variant<door_admitted, door_refusal>(std::string_view token, std::string_view client)>;
+// An opaque OAuth access token (not a JWT) → its principal or the refusal, by asking the
+// authorization server (RFC 7662); the door awaits it (async_pass_door).
+using token_introspection = std::function<boost::asio::awaitable<std::variant<door_admitted, door_refusal>>(
+    std::string token, std::string client)>;
 
 struct door_policy {
     // "host:port" spellings a Host header may take, lowercased; empty: any Host (over a unix socket,
@@ -42,6 +47,7 @@ struct door_policy {
     std::vector<std::string> origins;
     token_lookup authenticate;     // null: no tokens are configured
     token_verifier oauth;          // null: auth.oauth is not configured
+    token_introspection introspect;  // null: opaque tokens are refused (only JWTs are validated)
     // Said in every 401 challenge after `Bearer realm="airlock"` when OAuth is configured:
     // `resource_metadata="<absolute URL>", scope="..."` (RFC 9728 §5.1), so a client knows where to log in.
     std::string challenge;
@@ -77,8 +83,12 @@ std::string bearer_challenge(door_policy const& policy, bool token_given);
 // The OAuth side of a door (auth.oauth): how an access token is verified, and what each 401 adds.
 struct door_oauth {
     token_verifier verify;  // null: OAuth is not configured
+    token_introspection introspect;  // null: no introspection configured
     std::string challenge;  // resource_metadata="...", scope="..."
 };
+
+// Gives a policy the OAuth side of the door.
+void apply_oauth(door_policy& policy, door_oauth const& oauth);
 
 // Builds a policy, lowercasing the hosts and origins as the door compares them.
 door_policy make_door_policy(std::vector<std::string> hosts, std::vector<std::string> origins,
@@ -104,6 +114,8 @@ enum class door_refusal_kind {
     unknown_token,
     token_in_query,        // an access_token query parameter (RFC 6750 §2.3 is not accepted)
     invalid_token,         // an OAuth token that did not validate (expired, wrong audience, ...)
+    opaque_token,          // a token that is no JWT, for introspection: pass_door refuses it (401),
+                           // async_pass_door asks the authorization server
     insufficient_scope,    // a valid OAuth token without the scopes the request needs: 403
     unmapped_subject,      // a valid OAuth token whose claim names no principal: 403
 };
@@ -157,5 +169,7 @@ std::optional<door_refusal> check_host_origin(door_policy const& policy, door_re
 std::variant<door_admitted, door_refusal> check_credentials(door_policy const& policy, door_request const& req);
 // The whole door, in order.
 door_verdict pass_door(door_policy const& policy, door_request const& req);
+// The same, waiting for the authorization server's answer about an opaque token.
+boost::asio::awaitable<door_verdict> async_pass_door(door_policy const& policy, door_request req);
 
 }  // namespace airlock::service

@@ -22,6 +22,8 @@ std::string_view description(token_fault f) {
         case token_fault::expired: return "the access token has expired";
         case token_fault::not_yet_valid: return "the access token is not valid yet";
         case token_fault::bad_audience: return "the access token was issued for another resource";
+        case token_fault::inactive: return "the authorization server says the access token is not active";
+        case token_fault::unavailable: return "the authorization server could not be asked about the access token";
     }
     return "the access token is not valid";
 }
@@ -71,7 +73,8 @@ token_verifier oauth_guard::verifier(std::shared_ptr<oauth_guard const> guard) {
     };
 }
 
-door_refusal oauth_guard::refuse_token(token_refusal const& r, std::string_view client) const {
+door_refusal oauth_guard::refuse(token_refusal const& r, std::string_view client) const {
+    if (on_result_) on_result_(to_string(r.fault));
     door_refusal out;
     out.kind = door_refusal_kind::invalid_token;
     out.status = 401;
@@ -102,10 +105,12 @@ std::variant<door_admitted, door_refusal> oauth_guard::check(std::string_view to
     if (auto const* refused = std::get_if<token_refusal>(&verdict)) {
         if (refused->fault == token_fault::unknown_kid && on_unknown_kid_ && !refused->issuer.empty())
             on_unknown_kid_(refused->issuer);
-        if (on_result_) on_result_(to_string(refused->fault));
-        return refuse_token(*refused, client);
+        return refuse(*refused, client);
     }
-    auto const& claims = std::get<access_claims>(verdict);
+    return admit(std::get<access_claims>(verdict), client);
+}
+
+std::variant<door_admitted, door_refusal> oauth_guard::admit(access_claims const& claims, std::string_view client) const {
     std::vector<std::string> missing;
     for (auto const& s : options_.required_scopes)
         if (std::find(claims.scopes.begin(), claims.scopes.end(), s) == claims.scopes.end()) missing.push_back(s);

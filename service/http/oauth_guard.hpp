@@ -40,15 +40,19 @@ public:
                 unknown_kid_fn on_unknown_kid = {});
 
     std::variant<door_admitted, door_refusal> check(std::string_view token, std::string_view client) const;
+    // The halves of check(), for a token validated elsewhere (an opaque one, by introspection):
+    // valid claims → the principal or a 403; a refusal → the 401.
+    std::variant<door_admitted, door_refusal> admit(access_claims const& claims, std::string_view client) const;
+    door_refusal refuse(token_refusal const& r, std::string_view client) const;
 
     // `resource_metadata="…", scope="…"`: what every 401 adds to `Bearer realm="airlock"`.
     std::string challenge() const;
+    token_rules const& rules() const { return options_.rules; }
 
     // The door's verifier: check() behind a function (the guard is shared, never copied).
     static token_verifier verifier(std::shared_ptr<oauth_guard const> guard);
 
 private:
-    door_refusal refuse_token(token_refusal const& r, std::string_view client) const;
     std::optional<std::string> principal_of(access_claims const& claims) const;
 
     oauth_guard_options options_;

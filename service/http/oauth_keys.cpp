@@ -1,17 +1,12 @@
 #include "service/http/oauth_keys.hpp"
 
 #include "core/ascii.hpp"
-#include "mcp/client/http_pool.hpp"
-#include "mcp/client/on_strand.hpp"
-#include "mcp/client/router.hpp"
+#include "service/http/oauth_fetch.hpp"
 #include "mcp/client/spawn_logged.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/ip/address.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include <spdlog/spdlog.h>
@@ -31,70 +26,6 @@ struct oauth_keys::held {
     std::optional<std::chrono::steady_clock::time_point> last_refetch;  // asked for by an unknown kid
     bool fetching = false;
 };
-
-namespace {
-
-bool is_loopback_host(std::string const& host) {
-    if (core::iequals(host, "localhost")) return true;
-    boost::system::error_code ec;
-    auto a = asio::ip::make_address(host, ec);
-    return !ec && a.is_loopback();
-}
-
-// GETs `url` and parses its 200 answer as a JSON object, through the egress rules. Runs on a strand
-// of its own (the pool's members must).
-asio::awaitable<core::result<json::object>> get_json_on(asio::strand<asio::any_io_executor> strand, std::string url,
-                                                        oauth_issuer_source src, core::egress_allowlist egress,
-                                                        milliseconds deadline_in, std::size_t max_bytes) {
-    auto e = mcp::parse_http_url(url);
-    if (!e) co_return core::make_error("oauth_fetch", url + ": " + e.error().message);
-    if (e->scheme != "https" && !is_loopback_host(e->host))
-        co_return core::make_error("oauth_fetch", url + " is not https:// (plain http only for this machine)");
-    core::destination dest = core::remote_destination{e->scheme, core::ascii_lowercase(e->host), e->port};
-    if (auto gate = core::destination_gate(egress, dest); !gate)
-        co_return core::make_error("oauth_fetch", url + ": egress does not permit " + core::to_string(dest) +
-                                                      " (add it to egress)");
-    mcp::http_pool_options po;
-    po.log_name = "oauth";
-    po.url = url;
-    po.verify_peer = src.verify_peer;
-    po.ca_file = src.ca_file;
-    po.connect_timeout = deadline_in;
-    po.pool_size = 0;
-    po.allow_address = [egress, scheme = e->scheme, port = e->port](asio::ip::address const& a) {
-        return mcp::address_permitted(egress, scheme, port, a);
-    };
-    mcp::http_pool pool(strand, std::move(po));
-    if (auto const& p = pool.setup_problem()) co_return core::make_error("oauth_fetch", url + ": " + *p);
-    auto const deadline = std::chrono::steady_clock::now() + deadline_in;
-    mcp::http_wire::outgoing out;
-    out.verb = boost::beast::http::verb::get;
-    out.headers.add("Accept", "application/json");
-    auto ex = co_await pool.async_send(std::move(out), deadline);
-    if (!ex) co_return core::make_error("oauth_fetch", url + ": " + ex.error().detail);
-    auto const status = ex->status();
-    auto body = co_await mcp::http_wire::read_body(*ex, max_bytes, deadline);
-    ex->conn->close();
-    if (body.too_large)
-        co_return core::make_error("oauth_fetch", url + " answered more than " + std::to_string(max_bytes) + " bytes");
-    if (body.ec) co_return core::make_error("oauth_fetch", url + ": " + mcp::http_wire::describe(body.ec));
-    if (status != 200) co_return core::make_error("oauth_fetch", url + " answered HTTP " + std::to_string(status));
-    boost::system::error_code jec;
-    json::parse_options opt;
-    opt.max_depth = 32;
-    auto v = json::parse(body.text, jec, {}, opt);
-    if (jec || !v.is_object()) co_return core::make_error("oauth_fetch", url + " did not answer a JSON object");
-    co_return std::move(v.get_object());
-}
-
-asio::awaitable<core::result<json::object>> get_json(asio::any_io_executor exec, std::string url,
-                                                     oauth_issuer_source const& src, core::egress_allowlist const& egress,
-                                                     milliseconds deadline, std::size_t max_bytes) {
-    auto strand = asio::make_strand(exec);
-    co_return co_await mcp::co_await_on(strand, get_json_on(strand, std::move(url), src, egress, deadline, max_bytes));
-}
-
-}  // namespace
 
 std::vector<std::string> metadata_urls(std::string_view issuer) {
     // The issuer is scheme://authority[/path]: the well-known segment goes after the authority.
@@ -193,7 +124,7 @@ asio::awaitable<void> oauth_keys::async_fetch(std::size_t index) {
     std::string problem;
     // Discovery: the first metadata document found decides; its issuer must be ours, exactly.
     for (auto const& url : metadata_urls(src.issuer)) {
-        auto doc = co_await get_json(exec_, url, src, options_.egress, options_.fetch_deadline, options_.max_document_bytes);
+        auto doc = co_await async_fetch_json(exec_, {url}, src, options_.egress, options_.fetch_deadline, options_.max_document_bytes);
         if (!doc) {
             problem = doc.error().message;
             continue;
@@ -214,7 +145,7 @@ asio::awaitable<void> oauth_keys::async_fetch(std::size_t index) {
     }
     std::shared_ptr<jose::key_set const> keys;
     if (!jwks_uri.empty()) {
-        auto doc = co_await get_json(exec_, jwks_uri, src, options_.egress, options_.fetch_deadline,
+        auto doc = co_await async_fetch_json(exec_, {jwks_uri}, src, options_.egress, options_.fetch_deadline,
                                      options_.max_document_bytes);
         if (!doc) {
             problem = doc.error().message;

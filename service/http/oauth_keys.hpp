@@ -8,6 +8,7 @@
 
 #include "core/policy.hpp"
 #include "service/http/jose.hpp"
+#include "service/http/oauth_fetch.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -22,12 +23,6 @@
 #include <vector>
 
 namespace airlock::service {
-
-struct oauth_issuer_source {
-    std::string issuer;  // exact
-    bool verify_peer = true;
-    std::optional<std::string> ca_file;
-};
 
 struct oauth_keys_options {
     std::vector<oauth_issuer_source> issuers;

@@ -119,8 +119,7 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
         // judged (no hosts: any Host); authentication and the Origin check still apply.
         auto policy = make_door_policy(std::move(hosts), std::move(origins), options.authenticate,
                                        options.allow_anonymous, true);
-        policy.oauth = options.oauth.verify;
-        policy.challenge = options.oauth.challenge;
+        apply_oauth(policy, options.oauth);
         door = std::make_shared<door_policy const>(std::move(policy));
     }
 
@@ -401,7 +400,8 @@ struct mcp_endpoint::impl : std::enable_shared_from_this<impl> {
     }
 
     asio::awaitable<http_reply> handle_at_door(http_request& req) {
-        auto verdict = pass_door(*door_now(), read_door_request(req));
+        auto const policy = door_now();
+        auto verdict = co_await async_pass_door(*policy, read_door_request(req));
         auto const* refused = std::get_if<door_refusal>(&verdict);
         if (refused && (refused->kind == door_refusal_kind::host_missing ||
                         refused->kind == door_refusal_kind::host_not_allowed ||

@@ -117,8 +117,7 @@ http_response refusal_problem(door_refusal const& r, unsigned version) {
 rest_api::rest_api(rest_api_options options) : options_(std::move(options)) {
     door_ = make_door_policy(options_.allowed_hosts, options_.allowed_origins, options_.authenticate,
                              options_.allow_anonymous, false);
-    door_.oauth = options_.oauth.verify;
-    door_.challenge = options_.oauth.challenge;
+    apply_oauth(door_, options_.oauth);
 }
 
 void rest_api::set_door(std::vector<std::string> allowed_hosts, std::vector<std::string> allowed_origins) {
@@ -126,8 +125,7 @@ void rest_api::set_door(std::vector<std::string> allowed_hosts, std::vector<std:
     if (options_.allowed_origins.empty()) options_.allowed_origins = std::move(allowed_origins);
     door_ = make_door_policy(options_.allowed_hosts, options_.allowed_origins, options_.authenticate,
                              options_.allow_anonymous, false);
-    door_.oauth = options_.oauth.verify;
-    door_.challenge = options_.oauth.challenge;
+    apply_oauth(door_, options_.oauth);
 }
 
 bool rest_api::owns(std::string_view path) noexcept { return path == "/v1" || path.starts_with("/v1/"); }
@@ -148,17 +146,17 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
 
 // The principal the request is served as, or the refusal to answer. /v1 has no CORS preflight: an
 // OPTIONS request is one more method its routes do not take.
-std::variant<std::string, http_response> rest_api::pass_door(http_request& req) {
-    auto verdict = service::pass_door(door_, read_door_request(req));
+asio::awaitable<std::variant<std::string, http_response>> rest_api::async_pass_door(http_request& req) {
+    auto verdict = co_await service::async_pass_door(door_, read_door_request(req));
     if (auto* refused = std::get_if<door_refusal>(&verdict)) {
         if (refused->log)
             if (auto more = door_log_.admit(refused->log_key)) spdlog::warn("rest: {}{}", refused->log_message, *more);
-        return refusal_problem(*refused, req.version());
+        co_return refusal_problem(*refused, req.version());
     }
     auto const& admitted = std::get<door_admitted>(verdict);  // a policy without preflights never answers one
-    if (admitted.anonymous) return options_.anonymous_principal ? options_.anonymous_principal() : std::string();
+    if (admitted.anonymous) co_return options_.anonymous_principal ? options_.anonymous_principal() : std::string();
     note_principal(req, admitted.principal);
-    return admitted.principal;
+    co_return admitted.principal;
 }
 
 asio::awaitable<http_response> rest_api::async_route(http_request& req) {
@@ -176,7 +174,7 @@ asio::awaitable<http_response> rest_api::async_route(http_request& req) {
     if (m.r) note_route(req, m.r->path);  // the template, so metrics and logs name the route, not the path
 
     // The door answers first: Host, Origin, then the bearer token, by the same rules as at /mcp.
-    auto who = pass_door(req);
+    auto who = co_await async_pass_door(req);
     if (auto* refused = std::get_if<http_response>(&who)) co_return std::move(*refused);
 
     if (!parsed) co_return problem(errc::bad_request, "the request target is not a valid path", {}, version);

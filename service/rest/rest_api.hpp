@@ -122,7 +122,7 @@ private:
     // Answers the request, the door first; async_handle adds what every reply carries.
     boost::asio::awaitable<http_response> async_route(http_request& req);
     // The principal the request is served as, or the problem to answer.
-    std::variant<std::string, http_response> pass_door(http_request& req);
+    boost::asio::awaitable<std::variant<std::string, http_response>> async_pass_door(http_request& req);
 
     rest_api_options options_;
     door_policy door_;
