@@ -4,6 +4,21 @@
 
 namespace airlock::service {
 
+namespace {
+
+boost::asio::awaitable<std::variant<door_admitted, door_refusal>> async_introspected(
+    std::shared_ptr<token_introspector> intro, std::shared_ptr<oauth_guard const> guard, std::string token,
+    std::string client) {
+    auto v = co_await intro->async_introspect(std::move(token));
+    if (auto* r = std::get_if<token_refusal>(&v)) {
+        if (r->fault == token_fault::unavailable) spdlog::warn("oauth: {}", r->detail);
+        co_return guard->refuse(*r, client);
+    }
+    co_return guard->admit(std::get<access_claims>(v), client);
+}
+
+}  // namespace
+
 std::shared_ptr<oauth_parts> make_oauth(config const& c, boost::asio::any_io_executor exec,
                                         std::shared_ptr<airlock_metrics> metrics) {
     if (!c.auth.oauth) return nullptr;
@@ -54,15 +69,10 @@ std::shared_ptr<oauth_parts> make_oauth(config const& c, boost::asio::any_io_exe
         io.egress = c.egress;
         io.rules = parts->guard->rules();
         parts->introspector = std::make_shared<token_introspector>(exec, std::move(io));
-        parts->door.introspect = [intro = parts->introspector, guard = parts->guard](
-                                     std::string token, std::string client)
-            -> boost::asio::awaitable<std::variant<door_admitted, door_refusal>> {
-            auto v = co_await intro->async_introspect(std::move(token));
-            if (auto* r = std::get_if<token_refusal>(&v)) {
-                if (r->fault == token_fault::unavailable) spdlog::warn("oauth: {}", r->detail);
-                co_return guard->refuse(*r, client);
-            }
-            co_return guard->admit(std::get<access_claims>(v), client);
+        // Not a coroutine lambda: its captures would live in a closure the std::function owns, not in
+        // the coroutine's frame. The free coroutine below takes them by value.
+        parts->door.introspect = [intro = parts->introspector, guard = parts->guard](std::string token, std::string client) {
+            return async_introspected(intro, guard, std::move(token), std::move(client));
         };
     }
 

@@ -64,7 +64,9 @@ asio::awaitable<core::result<std::string>> token_introspector::async_endpoint() 
     }
     std::string problem = "no metadata found";
     for (auto const& url : metadata_urls(options_.issuer.issuer)) {
-        auto doc = co_await async_fetch_json(exec_, {url}, options_.issuer, options_.egress, options_.deadline, 256 * 1024);
+        // Named, not a braced temporary in the co_await: GCC 12 destroys such a temporary twice.
+        oauth_request doc_request{url};
+        auto doc = co_await async_fetch_json(exec_, std::move(doc_request), options_.issuer, options_.egress, options_.deadline, 256 * 1024);
         if (!doc) {
             problem = doc.error().message;
             continue;

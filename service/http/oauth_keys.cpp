@@ -124,7 +124,9 @@ asio::awaitable<void> oauth_keys::async_fetch(std::size_t index) {
     std::string problem;
     // Discovery: the first metadata document found decides; its issuer must be ours, exactly.
     for (auto const& url : metadata_urls(src.issuer)) {
-        auto doc = co_await async_fetch_json(exec_, {url}, src, options_.egress, options_.fetch_deadline, options_.max_document_bytes);
+        // Named, not a braced temporary in the co_await: GCC 12 destroys such a temporary twice.
+        oauth_request doc_request{url};
+        auto doc = co_await async_fetch_json(exec_, std::move(doc_request), src, options_.egress, options_.fetch_deadline, options_.max_document_bytes);
         if (!doc) {
             problem = doc.error().message;
             continue;
@@ -145,7 +147,9 @@ asio::awaitable<void> oauth_keys::async_fetch(std::size_t index) {
     }
     std::shared_ptr<jose::key_set const> keys;
     if (!jwks_uri.empty()) {
-        auto doc = co_await async_fetch_json(exec_, {jwks_uri}, src, options_.egress, options_.fetch_deadline,
+        // Named, not a braced temporary in the co_await: GCC 12 destroys such a temporary twice.
+        oauth_request doc_request{jwks_uri};
+        auto doc = co_await async_fetch_json(exec_, std::move(doc_request), src, options_.egress, options_.fetch_deadline,
                                      options_.max_document_bytes);
         if (!doc) {
             problem = doc.error().message;

@@ -35,6 +35,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char const* alice_token = "oauth-e2e-alice-0123456789abcdef";
+constexpr char const* introspection_secret = "rs-secret-0123456789abcdef";
 
 std::string fixture(std::string const& name) { return std::string(AIRLOCK_SOURCE_DIR) + "/tests/fixtures/oauth/" + name; }
 
@@ -96,15 +97,19 @@ struct oauth_deployment {
     std::unique_ptr<child_process> airlock;
 
     explicit oauth_deployment(std::string const& oauth_extra = "", std::string const& access_ttl = "300",
-                              bool with_echo = false) {
+                              bool with_echo = false, std::vector<std::string> const& issuer_extra = {}) {
         if (with_echo) echo = std::make_unique<node_peer>(std::vector<std::string>{fixture("header_echo_server.mjs")},
                                                           std::vector<std::string>{"PORT=0"});
-        idp = std::make_unique<issuer_process>(std::vector<std::string>{"--resource", resource, "--scopes", "mcp:tools",
-                                                                        "--access-ttl", access_ttl, "--keys", keys.string(),
-                                                                        "--subject", "carol"});
+        std::vector<std::string> issuer_args{"--resource", resource,     "--scopes",  "mcp:tools", "--access-ttl",
+                                             access_ttl, "--keys",     keys.string(), "--subject", "carol"};
+        issuer_args.insert(issuer_args.end(), issuer_extra.begin(), issuer_extra.end());
+        idp = std::make_unique<issuer_process>(issuer_args);
         auto const issuer_port = idp->issuer.substr(idp->issuer.rfind(':') + 1);
         std::ofstream(dir.path() / "alice.token") << alice_token << "\n";
         ::chmod((dir.path() / "alice.token").c_str(), 0600);
+        // The introspection client's secret, for a deployment whose issuer issues opaque tokens.
+        std::ofstream(dir.path() / "rs.secret") << introspection_secret << "\n";
+        ::chmod((dir.path() / "rs.secret").c_str(), 0600);
         std::ofstream(dir.path() / "grants.yaml") << R"(apiVersion: airlock/v1
 kind: Agent
 metadata: { name: desk, version: "1" }
@@ -408,4 +413,28 @@ TEST_CASE("OAuth: the client's token never travels upstream; the upstream gets o
     d.airlock->wait(20s);
     d.airlock.reset();
     CHECK_THAT(d.echo->child->stderr_text(), !Catch::Contains("header-echo: authorization"));
+}
+
+TEST_CASE("OAuth: opaque access tokens are introspected at the authorization server: the SDK flow in both eras, a made-up token refused",
+          "[oauth][peers]") {
+    std::string const introspection = "    clock_skew: 0s\n    introspection:\n      client_id: rs\n"
+                                      "      client_secret: { file: rs.secret }\n";
+    oauth_deployment d(introspection, "4", false,
+                       {"--opaque", "--introspection-client", std::string("rs:") + introspection_secret});
+    auto legacy = run_client(d, {"--tool", "everything__get-sum", "--args", R"({"a":2,"b":3})", "--refresh"});
+    check_flow(d, legacy, true);
+    CHECK_THAT(json::serialize(legacy.at("result")), Catch::Contains("The sum of 2 and 3 is 5."));
+    auto modern = run_client(d, {"--era", "modern", "--tool", "everything__get-sum", "--args", R"({"a":2,"b":3})"});
+    check_flow(d, modern, false);
+
+    auto made_up = modern_post(d.port, "opaque-but-nobody-issued-it-0123456789", "tools/list", "", "");
+    CHECK(made_up.status == 401);
+    CHECK(header(made_up, "WWW-Authenticate") ==
+          "Bearer realm=\"airlock\", error=\"invalid_token\", error_description=\"the authorization server says the access "
+          "token is not active\", resource_metadata=\"" + d.metadata_url() + "\", scope=\"mcp:tools\"");
+    auto metrics = http_get(d.port, "/metrics").body;
+    CHECK_THAT(metrics, Catch::Contains("airlock_oauth_authentications_total{result=\"inactive\"}"));
+    CHECK_THAT(metrics, Catch::Contains("airlock_oauth_authentications_total{result=\"ok\"}"));
+    // The introspection client's secret is in no log line.
+    CHECK(d.airlock->stderr_text().find(introspection_secret) == std::string::npos);
 }
