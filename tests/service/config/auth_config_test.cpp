@@ -137,6 +137,14 @@ TEST_CASE("auth.oauth: each mistake is refused with a message naming the field")
         {resource + issuer + "    jwks_refresh: 10m\n    jwks_max_age: 5m\n", "jwks_max_age (5m) is shorter than jwks_refresh (10m)"},
         {resource + issuer + "    scopes_supported: [\"a b\"]\n", "holds no spaces"},
         {resource + issuer + "    colour: blue\n", "auth.oauth.colour"},
+        {resource + issuer + "    introspection: { client_id: rs, client_secret: s3cret-inline }\n",
+         "auth.oauth.introspection.client_secret must be {file: PATH} or {env: NAME}; a secret is never written in the configuration"},
+        {resource + issuer + "    introspection: { client_secret: { env: RS_SECRET } }\n",
+         "missing_field: auth.oauth.introspection needs client_id"},
+        {resource + issuer + "    introspection: { client_id: rs, client_secret: { env: RS_UNSET } }\n",
+         "auth.oauth.introspection.client_secret.env names RS_UNSET, which is not set"},
+        {resource + issuer + "    introspection: { issuer: https://x.example, client_id: rs, client_secret: { env: RS_UNSET } }\n",
+         "auth.oauth.introspection.issuer is \"https://x.example\", which auth.oauth's issuers do not list"},
     };
     for (auto const& r : rows) {
         INFO(r.yaml);

@@ -364,3 +364,49 @@ TEST_CASE("a refusal's detail and log fields hold no control characters from the
     CHECK(r.detail.find('\n') == std::string::npos);
     CHECK(r.issuer.find('\n') == std::string::npos);
 }
+
+TEST_CASE("an introspection answer is checked like a JWT's claims: active, issuer, expiry, audience", "[jwt]") {
+    token_rules rules;
+    rules.issuers = {issuer};
+    rules.audiences = {audience};
+    json::object const good{{"active", true}, {"iss", issuer},        {"sub", "u-1"},       {"aud", audience},
+                            {"exp", now_s + 300}, {"iat", now_s - 5}, {"scope", "mcp:tools"}, {"client_id", "c-9"}};
+    auto ok = validate_introspection(good, "opaque-abc", issuer, rules, now);
+    REQUIRE(std::holds_alternative<access_claims>(ok));
+    auto const& c = std::get<access_claims>(ok);
+    CHECK(c.subject == "u-1");
+    CHECK(c.issuer == issuer);
+    CHECK(c.client_id == "c-9");
+    CHECK(c.scopes == std::vector<std::string>{"mcp:tools"});
+    CHECK(c.token_id.rfind("sha256:", 0) == 0);  // no jti: a digest of the token, never the token
+    CHECK(c.token_id.find("opaque-abc") == std::string::npos);
+
+    auto fault_of = [&](json::object answer) {
+        auto v = validate_introspection(std::move(answer), "opaque-abc", issuer, rules, now);
+        REQUIRE(std::holds_alternative<token_refusal>(v));
+        return std::get<token_refusal>(v).fault;
+    };
+    auto with = [&](json::object extra) {
+        auto o = good;
+        for (auto& [k, v] : extra) o[k] = v;
+        return o;
+    };
+    auto without = [&](char const* key) {
+        auto o = good;
+        o.erase(key);
+        return o;
+    };
+    CHECK(fault_of({{"active", false}}) == token_fault::inactive);
+    CHECK(fault_of(without("active")) == token_fault::inactive);
+    CHECK(fault_of(with({{"active", "true"}})) == token_fault::inactive);  // a string is not true
+    CHECK(fault_of(with({{"iss", "https://other.example"}})) == token_fault::bad_issuer);
+    CHECK(fault_of(with({{"exp", now_s - 600}})) == token_fault::expired);
+    CHECK(fault_of(without("exp")) == token_fault::malformed);
+    CHECK(fault_of(with({{"nbf", now_s + 600}})) == token_fault::not_yet_valid);
+    CHECK(fault_of(with({{"aud", "https://other.example/mcp"}})) == token_fault::bad_audience);
+    CHECK(fault_of(without("aud")) == token_fault::bad_audience);
+    // Without iss the issuer asked is the issuer.
+    auto no_iss = validate_introspection(without("iss"), "opaque-abc", issuer, rules, now);
+    REQUIRE(std::holds_alternative<access_claims>(no_iss));
+    CHECK(std::get<access_claims>(no_iss).issuer == issuer);
+}
