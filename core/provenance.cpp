@@ -202,7 +202,7 @@ std::string field_name(std::string_view parent, std::string_view key) {
     return parent.empty() ? std::string(key) : std::string(parent) + "." + std::string(key);
 }
 
-result<std::string> string_field(boost::json::object const& o, std::string_view parent, std::string_view key) {
+result<std::string> text_field(boost::json::object const& o, std::string_view parent, std::string_view key) {
     auto const* v = o.if_contains(key);
     if (!v) return make_error("missing_field", "provenance field \"" + field_name(parent, key) + "\" is missing");
     if (!v->is_string())
@@ -219,7 +219,7 @@ result<boost::json::object const*> object_field(boost::json::object const& o, st
 }
 
 result<std::chrono::sys_seconds> time_field(boost::json::object const& o, std::string_view key) {
-    auto text = string_field(o, "", key);
+    auto text = text_field(o, "", key);
     if (!text) return text.error();
     auto t = parse_time(*text);
     if (!t)
@@ -474,7 +474,7 @@ result<provenance> provenance_from_json(boost::json::value const& v) {
     provenance p;
     auto take = [&](std::string& out, std::string_view parent, boost::json::object const& from,
                     std::string_view key) -> std::optional<error> {
-        auto s = string_field(from, parent, key);
+        auto s = text_field(from, parent, key);
         if (!s) return s.error();
         out = std::move(*s);
         return std::nullopt;

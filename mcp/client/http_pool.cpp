@@ -38,8 +38,6 @@ namespace {
 
 using kind = transport_error::kind;
 
-transport_error fail(kind k, std::string detail) { return transport_error{k, std::move(detail), 0}; }
-
 // Error bodies are read only to be discarded or quoted; a server that sends more is not telling
 // us anything a person needs.
 constexpr std::size_t max_discarded_body_bytes = 64 * 1024;
@@ -187,9 +185,9 @@ asio::awaitable<transport_result<std::unique_ptr<connection>>> http_pool::async_
     auto resolving = resolver.async_resolve(e.host, service, as_tuple(use_awaitable));
     auto timing_out = timer.async_wait(as_tuple(use_awaitable));
     auto raced = co_await (std::move(resolving) || std::move(timing_out));
-    if (raced.index() == 1) co_return fail(kind::not_sent, "resolving " + e.host + " timed out");
+    if (raced.index() == 1) co_return transport_fault(kind::not_sent, "resolving " + e.host + " timed out");
     auto [rec, results] = std::get<0>(std::move(raced));
-    if (rec) co_return fail(kind::not_sent, "cannot resolve " + e.host + ": " + rec.message());
+    if (rec) co_return transport_fault(kind::not_sent, "cannot resolve " + e.host + ": " + rec.message());
 
     // The addresses checked are the addresses connected to: no second lookup can swap them.
     std::vector<tcp::endpoint> allowed;
@@ -203,14 +201,14 @@ asio::awaitable<transport_result<std::unique_ptr<connection>>> http_pool::async_
         }
     }
     if (allowed.empty())
-        co_return fail(kind::not_sent, "no address of " + e.host + " may be connected to (refused by the egress check: " +
+        co_return transport_fault(kind::not_sent, "no address of " + e.host + " may be connected to (refused by the egress check: " +
                                            refused + ")");
 
     auto c = std::make_unique<connection>();
     beast::tcp_stream stream(strand_);
     stream.expires_at(connect_deadline);
     auto [cec, connected] = co_await stream.async_connect(allowed, as_tuple(use_awaitable));
-    if (cec) co_return fail(kind::not_sent, "cannot connect to " + where() + ": " + describe(cec));
+    if (cec) co_return transport_fault(kind::not_sent, "cannot connect to " + where() + ": " + describe(cec));
     stream.socket().set_option(tcp::no_delay(true), cec);
 
     if (!tls_ctx_) {
@@ -225,11 +223,11 @@ asio::awaitable<transport_result<std::unique_ptr<connection>>> http_pool::async_
     // SNI carries host names only (RFC 6066); an IP literal is verified against the
     // certificate's IP entries instead.
     if (not_ip && !SSL_set_tlsext_host_name(handle, e.host.c_str()))
-        co_return fail(kind::not_sent, "cannot set the TLS server name for " + e.host);
+        co_return transport_fault(kind::not_sent, "cannot set the TLS server name for " + e.host);
     if (opts_.verify_peer) tls.set_verify_callback(ssl::host_name_verification(e.host));
     beast::get_lowest_layer(tls).expires_at(connect_deadline);
     auto [hec] = co_await tls.async_handshake(ssl::stream_base::client, as_tuple(use_awaitable));
-    if (hec) co_return fail(kind::not_sent, "TLS handshake with " + where() + " failed: " + describe(hec));
+    if (hec) co_return transport_fault(kind::not_sent, "TLS handshake with " + where() + " failed: " + describe(hec));
     c->stream = std::move(secured);
     co_return c;
 }
@@ -281,8 +279,8 @@ asio::awaitable<transport_result<exchange>> http_pool::async_send(http_wire::out
             bool reused = (*c)->reused;
             (*c)->close();
             if (written == 0 && reused && attempt <= opts_.pool_size) continue;
-            if (written == 0) co_return fail(kind::not_sent, "cannot send to " + where() + ": " + describe(wec));
-            co_return fail(wec == beast::error::timeout ? kind::deadline : kind::no_reply,
+            if (written == 0) co_return transport_fault(kind::not_sent, "cannot send to " + where() + ": " + describe(wec));
+            co_return transport_fault(wec == beast::error::timeout ? kind::deadline : kind::no_reply,
                            "sending to " + where() + " failed part-way: " + describe(wec));
         }
         exchange ex{std::move(*c), std::make_unique<http_wire::response_parser>()};
@@ -292,8 +290,8 @@ asio::awaitable<transport_result<exchange>> http_pool::async_send(http_wire::out
         if (rec) {
             ex.conn->close();
             if (rec == beast::error::timeout)
-                co_return fail(kind::deadline, "no response from " + where() + " within the deadline");
-            co_return fail(kind::no_reply, "the connection to " + where() + " failed after the request was sent: " +
+                co_return transport_fault(kind::deadline, "no response from " + where() + " within the deadline");
+            co_return transport_fault(kind::no_reply, "the connection to " + where() + " failed after the request was sent: " +
                                                describe(rec));
         }
         co_return ex;

@@ -40,7 +40,6 @@ namespace {
 
 using kind = transport_error::kind;
 
-transport_error fail(kind k, std::string detail, unsigned status = 0) { return transport_error{k, std::move(detail), status}; }
 
 // Error bodies are read only to find a JSON-RPC error in them; a server that sends more is not
 // telling us anything a person needs.
@@ -165,8 +164,8 @@ struct http_transport::state : std::enable_shared_from_this<state> {
     std::string where() const { return pool.where(); }
 
     std::optional<transport_error> unusable() const {
-        if (setup_problem) return fail(kind::not_sent, *setup_problem);
-        if (closed) return fail(kind::not_sent, "the HTTP transport to " + where() + " is closed");
+        if (setup_problem) return transport_fault(kind::not_sent, *setup_problem);
+        if (closed) return transport_fault(kind::not_sent, "the HTTP transport to " + where() + " is closed");
         return std::nullopt;
     }
 
@@ -252,7 +251,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         } else {
             co_await discard_body(ex, deadline);
         }
-        co_return fail(kind::http_status, "HTTP " + std::to_string(status) + (reason.empty() ? "" : " " + reason) +
+        co_return transport_fault(kind::http_status, "HTTP " + std::to_string(status) + (reason.empty() ? "" : " " + reason) +
                                               " from " + where(), status);
     }
 
@@ -267,7 +266,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         if (status == 404 && !sent_id.empty()) {
             co_await discard_body(*ex, deadline);
             expire_session(sent_id);
-            co_return fail(kind::session_expired, "the server no longer knows our session (HTTP 404)", 404);
+            co_return transport_fault(kind::session_expired, "the server no longer knows our session (HTTP 404)", 404);
         }
         if (status >= 200 && status < 300) {
             co_await discard_body(*ex, deadline);
@@ -276,7 +275,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         auto r = co_await error_status(*ex, deadline);
         if (r) {
             auto const& err = std::get<error_response>(*r).error;
-            co_return fail(kind::http_status, "HTTP " + std::to_string(status) + " from " + where() + ": " + err.message,
+            co_return transport_fault(kind::http_status, "HTTP " + std::to_string(status) + " from " + where() + ": " + err.message,
                            status);
         }
         co_return r.error();
@@ -295,7 +294,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         // Modern: the stream is already closed (the read that timed out closed the connection),
         // which is the cancellation. Legacy: closing means nothing to the server; tell it.
         if (e == era::legacy && req.method != method::initialize) co_await send_cancelled(req.id);
-        co_return fail(kind::deadline, req.method + " got no response from " + where() + " within the deadline");
+        co_return transport_fault(kind::deadline, req.method + " got no response from " + where() + " within the deadline");
     }
 
     void deliver(notification const& n, request_options const& o) {
@@ -348,7 +347,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         if (ex->status() != 200 || classify_content_type(ex->content_type()) != body_kind::event_stream) {
             auto status = ex->status();
             ex->conn->close();
-            co_return fail(kind::no_reply, "resuming the event stream failed (HTTP " + std::to_string(status) + ")", status);
+            co_return transport_fault(kind::no_reply, "resuming the event stream failed (HTTP " + std::to_string(status) + ")", status);
         }
         co_return std::move(*ex);
     }
@@ -363,7 +362,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         auto m = parse_message(ev.data);
         if (!m) {
             ex.conn->close();
-            co_return fail(kind::protocol, "an event from " + where() + " is not a JSON-RPC message: " +
+            co_return transport_fault(kind::protocol, "an event from " + where() + " is not a JSON-RPC message: " +
                                                m.error().reply.error.message);
         }
         if (auto* n = std::get_if<notification>(&*m)) {
@@ -411,7 +410,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
                 events.clear();
                 if (auto fed = parser.feed(std::string_view(buf.data(), n), events); !fed) {
                     ex.conn->close();
-                    co_return fail(kind::protocol, "the event stream from " + where() + ": " + fed.error().message);
+                    co_return transport_fault(kind::protocol, "the event stream from " + where() + ": " + fed.error().message);
                 }
                 for (auto& ev : events) {
                     if (auto done = co_await on_stream_event(ex, ev, req, o, e, deadline)) co_return std::move(*done);
@@ -435,7 +434,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
             // The stream ended without our response. A legacy server that numbered its events may
             // still hold it: the spec's resumption (modern streams are not resumable).
             if (e != era::legacy || last_id.empty() || resumptions >= opts.max_resumptions)
-                co_return fail(kind::no_reply, "the event stream from " + where() + " ended before the response to " +
+                co_return transport_fault(kind::no_reply, "the event stream from " + where() + " ended before the response to " +
                                                    req.method + (ec ? ": " + describe(ec) : std::string()));
             ++resumptions;
             auto delay = retry_ms ? std::chrono::milliseconds(std::min<std::uint64_t>(*retry_ms, max_resume_delay.count()))
@@ -443,7 +442,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
             if (clock_type::now() + delay >= deadline) {
                 // Said as what happened (the stream broke), not as a deadline that has not passed yet.
                 if (req.method != method::initialize) co_await send_cancelled(req.id);
-                co_return fail(kind::no_reply, "the event stream from " + where() + " ended before the response to " +
+                co_return transport_fault(kind::no_reply, "the event stream from " + where() + " ended before the response to " +
                                                    req.method + (ec ? ": " + describe(ec) : std::string()) +
                                                    ", and the server's retry delay leaves no time to resume it");
             }
@@ -468,21 +467,21 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         auto body = co_await read_body(ex, opts.max_body_bytes, deadline);
         if (body.too_large) {
             ex.conn->close();
-            co_return fail(kind::protocol, "the response from " + where() + " is larger than " +
+            co_return transport_fault(kind::protocol, "the response from " + where() + " is larger than " +
                                                std::to_string(opts.max_body_bytes) + " bytes");
         }
         if (body.ec) {
             ex.conn->close();
             if (body.ec == beast::error::timeout) co_return co_await deadline_passed(e, req);
-            co_return fail(kind::no_reply, "the response from " + where() + " broke off: " + describe(body.ec));
+            co_return transport_fault(kind::no_reply, "the response from " + where() + " broke off: " + describe(body.ec));
         }
         release(ex);
         auto m = parse_message(body.text);
-        if (!m) co_return fail(kind::protocol, "the response is not JSON-RPC: " + m.error().reply.error.message);
+        if (!m) co_return transport_fault(kind::protocol, "the response is not JSON-RPC: " + m.error().reply.error.message);
         if (!std::holds_alternative<response>(*m) && !std::holds_alternative<error_response>(*m))
-            co_return fail(kind::protocol, "the response body to " + req.method + " is not a JSON-RPC response");
+            co_return transport_fault(kind::protocol, "the response body to " + req.method + " is not a JSON-RPC response");
         if (auto id = id_of(*m); id && *id != req.id)
-            co_return fail(kind::protocol, "the response carries id " + to_string(*id) + ", not " + to_string(req.id));
+            co_return transport_fault(kind::protocol, "the response carries id " + to_string(*id) + ", not " + to_string(req.id));
         co_return std::move(*m);
     }
 
@@ -505,7 +504,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         http_headers headers;
         if (e == era::modern) {
             auto h = modern_post_headers(req, o.called);
-            if (!h) co_return fail(kind::not_sent, h.error().message);
+            if (!h) co_return transport_fault(kind::not_sent, h.error().message);
             headers = std::move(*h);
         } else {
             // initialize starts a new session: no id and no version until it is answered.
@@ -524,12 +523,12 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         if (status == 404 && !sent_id.empty()) {
             co_await discard_body(*ex, deadline);
             expire_session(sent_id);
-            co_return fail(kind::session_expired, "the server no longer knows our session (HTTP 404); initialize again", 404);
+            co_return transport_fault(kind::session_expired, "the server no longer knows our session (HTTP 404); initialize again", 404);
         }
         if (status < 200 || status >= 300) co_return co_await error_status(*ex, deadline);
         if (status == 202 || status == 204) {
             co_await discard_body(*ex, deadline);
-            co_return fail(kind::protocol, "the server accepted " + req.method + " (HTTP " + std::to_string(status) +
+            co_return transport_fault(kind::protocol, "the server accepted " + req.method + " (HTTP " + std::to_string(status) +
                                                ") without answering it", status);
         }
 
@@ -537,7 +536,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
             auto id = session_id_from_response(ex->headers());
             if (!id) {
                 ex->conn->close();
-                co_return fail(kind::protocol, id.error().message);
+                co_return transport_fault(kind::protocol, id.error().message);
             }
             std::lock_guard lock(mutex);
             session.session_id = std::move(*id);
@@ -550,7 +549,7 @@ struct http_transport::state : std::enable_shared_from_this<state> {
         }
         std::string ct(ex->content_type());
         ex->conn->close();
-        co_return fail(kind::protocol, "the response to " + req.method + " has Content-Type '" + ct +
+        co_return transport_fault(kind::protocol, "the response to " + req.method + " has Content-Type '" + ct +
                                            "', neither application/json nor text/event-stream");
     }
 
@@ -600,7 +599,7 @@ http_transport::~http_transport() = default;
 
 asio::awaitable<transport_result<void>> http_transport::async_open() {
     auto s = state_;
-    if (s->setup_problem) co_return fail(kind::not_sent, *s->setup_problem);
+    if (s->setup_problem) co_return transport_fault(kind::not_sent, *s->setup_problem);
     auto task = s->open_op();
     co_await co_await_on(s->strand, std::move(task));
     co_return transport_result<void>{};

@@ -57,12 +57,6 @@ constexpr milliseconds reap_poll_interval{50};
 
 using strand_type = asio::strand<asio::any_io_executor>;
 
-transport_error fail(transport_error::kind k, std::string detail) {
-    transport_error e;
-    e.what = k;
-    e.detail = std::move(detail);
-    return e;
-}
 
 std::string excerpt(std::string_view text, std::size_t cap = 200) {
     if (text.size() <= cap) return std::string(text);
@@ -138,7 +132,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
 
     transport_result<std::shared_ptr<stdio_child>> start_child() {
         auto started = spawn_child(child_spec{opts.argv, opts.env, opts.cwd});
-        if (!started) return fail(transport_error::kind::not_sent, "upstream " + name() + ": " + started.error().message);
+        if (!started) return transport_fault(transport_error::kind::not_sent, "upstream " + name() + ": " + started.error().message);
         auto const& pipes = started->pipes;
         auto c = std::make_shared<stdio_child>(strand, std::move(started->process));
         c->started = clock_type::now();
@@ -183,12 +177,12 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     // not_sent when the backoff would outlast `give_up`.
     asio::awaitable<transport_result<std::shared_ptr<stdio_child>>> ensure_child(
         std::optional<clock_type::time_point> give_up) {
-        if (closing) co_return fail(transport_error::kind::not_sent, "upstream " + name() + ": the transport is closed");
+        if (closing) co_return transport_fault(transport_error::kind::not_sent, "upstream " + name() + ": the transport is closed");
         if (current) co_return current;
         auto now = clock_type::now();
         if (next_start > now) {
             if (give_up && next_start > *give_up)
-                co_return fail(transport_error::kind::not_sent,
+                co_return transport_fault(transport_error::kind::not_sent,
                                "upstream " + name() + ": restarting after a failure; next attempt in " +
                                    std::to_string(std::chrono::duration_cast<milliseconds>(next_start - now).count()) +
                                    " ms, after the deadline");
@@ -196,7 +190,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
             backoff_waiters.push_back(t);
             co_await t->async_wait(as_tuple(use_awaitable));
             std::erase(backoff_waiters, t);
-            if (closing) co_return fail(transport_error::kind::not_sent, "upstream " + name() + ": the transport is closed");
+            if (closing) co_return transport_fault(transport_error::kind::not_sent, "upstream " + name() + ": the transport is closed");
             if (current) co_return current;
         }
         auto started = start_child();
@@ -256,7 +250,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
                 if (item.owner) item.owner->at = sent_some ? stdio_pending::phase::written : stdio_pending::phase::queued;
                 std::string why = "its stdin could not be written: " + ec.message();
                 if (item.owner && !item.owner->is_request && !item.owner->done) {
-                    item.owner->error = fail(sent_some ? transport_error::kind::no_reply : transport_error::kind::not_sent,
+                    item.owner->error = transport_fault(sent_some ? transport_error::kind::no_reply : transport_error::kind::not_sent,
                                              "upstream " + name() + ": " + why);
                     item.owner->finish();
                 }
@@ -274,7 +268,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
     void fail_queue(std::shared_ptr<stdio_child> const& c, std::string const& why) {
         for (auto& item : c->queue) {
             if (item.owner && !item.owner->done) {
-                item.owner->error = fail(item.begun ? transport_error::kind::no_reply : transport_error::kind::not_sent,
+                item.owner->error = transport_fault(item.begun ? transport_error::kind::no_reply : transport_error::kind::not_sent,
                                          "upstream " + name() + ": " + why);
                 item.owner->finish();
             }
@@ -380,7 +374,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
                 spdlog::warn("upstream {}: the reply to request {} is not valid JSON-RPC ({}): {}{}", name(),
                              to_string(id), reason, excerpt(line), *more);
             pending.erase(id);
-            p->error = fail(transport_error::kind::protocol,
+            p->error = transport_fault(transport_error::kind::protocol,
                             "upstream " + name() + ": the reply to request " + to_string(id) +
                                 " is not valid JSON-RPC: " + reason);
             p->finish();
@@ -406,7 +400,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
             spdlog::warn("upstream {}: the reply to request {} is longer than {} bytes (max_message_bytes); the request fails{}",
                          name(), to_string(p->id), limit, *more);
         pending.erase(p->id);
-        p->error = fail(transport_error::kind::protocol, "upstream " + name() + ": the server sent a message of more than " +
+        p->error = transport_fault(transport_error::kind::protocol, "upstream " + name() + ": the server sent a message of more than " +
                                                              limit + " bytes in reply to request " + to_string(p->id) +
                                                              "; the limit is the upstream's max_message_bytes");
         p->finish();
@@ -584,7 +578,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
             it = pending.erase(it);
             if (p->done) continue;
             bool left = p->at != stdio_pending::phase::queued;
-            p->error = fail(left ? transport_error::kind::no_reply : transport_error::kind::not_sent,
+            p->error = transport_fault(left ? transport_error::kind::no_reply : transport_error::kind::not_sent,
                             "upstream " + name() + ": the server " + why +
                                 (left ? " after the request was sent" : " before the request was sent"));
             p->finish();
@@ -629,7 +623,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         if (!opened) co_return opened.error();
         auto c = *opened;
         if (pending.count(req.id))
-            co_return fail(transport_error::kind::not_sent,
+            co_return transport_fault(transport_error::kind::not_sent,
                            "upstream " + name() + ": request id " + to_string(req.id) + " is already in flight");
 
         auto p = std::make_shared<stdio_pending>(strand);
@@ -656,7 +650,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         std::string why = by_caller ? "the call was cancelled" : "no reply within " + std::to_string(ro.deadline.count()) + " ms";
         if (p->at == stdio_pending::phase::queued) {
             std::erase_if(c->queue, [&](stdio_outgoing const& o) { return o.owner == p; });
-            co_return fail(transport_error::kind::not_sent,
+            co_return transport_fault(transport_error::kind::not_sent,
                            "upstream " + name() + ": request " + to_string(req.id) + " could not be written: " + why);
         }
         // The server may be working on it: tell it to stop (the spec forbids cancelling initialize).
@@ -666,7 +660,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         }
         spdlog::info("upstream {}: request {} ({}): {}; sent notifications/cancelled", name(), to_string(req.id),
                      req.method, why);
-        co_return fail(by_caller ? transport_error::kind::cancelled : transport_error::kind::deadline,
+        co_return transport_fault(by_caller ? transport_error::kind::cancelled : transport_error::kind::deadline,
                        "upstream " + name() + ": " + req.method + ": " + why);
     }
 
@@ -687,9 +681,9 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         p->done = true;
         if (p->at == stdio_pending::phase::queued) {
             std::erase_if(c->queue, [&](stdio_outgoing const& o) { return o.owner == p; });
-            co_return fail(transport_error::kind::not_sent, "upstream " + name() + ": the notification could not be written in time");
+            co_return transport_fault(transport_error::kind::not_sent, "upstream " + name() + ": the notification could not be written in time");
         }
-        co_return fail(transport_error::kind::no_reply, "upstream " + name() + ": the notification was only partly written in time");
+        co_return transport_fault(transport_error::kind::no_reply, "upstream " + name() + ": the notification was only partly written in time");
     }
 
     asio::awaitable<void> do_close(std::shared_ptr<state> self) {
@@ -707,7 +701,7 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
         closing = true;
         for (auto& [id, p] : pending) {
             if (p->done) continue;
-            p->error = fail(transport_error::kind::no_reply, "upstream " + name() + ": the transport was destroyed");
+            p->error = transport_fault(transport_error::kind::no_reply, "upstream " + name() + ": the transport was destroyed");
             p->finish();
         }
         pending.clear();

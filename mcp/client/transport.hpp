@@ -37,6 +37,10 @@ struct transport_error {
 
 std::string_view to_string(transport_error::kind k) noexcept;
 
+inline transport_error transport_fault(transport_error::kind k, std::string detail, unsigned status = 0) {
+    return transport_error{k, std::move(detail), status};
+}
+
 template <class T>
 using transport_result = boost::system::result<T, transport_error>;
 

@@ -12,7 +12,7 @@ namespace airlock::service {
 
 namespace {
 
-constexpr char usage_text[] =
+constexpr char journal_usage[] =
     "usage: airlock journal <verify|show|export|import> [--journal DIR | --config FILE] ...\n"
     "  verify (--all | RUN)   check hash chains; names the first bad seq of each broken run\n"
     "  show RUN               one line per record: seq, kind, hash prefix, body\n"
@@ -122,7 +122,7 @@ int run_journal(std::vector<std::string> const& args) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
         if (a == "--help" || a == "-h") {
-            std::cout << usage_text;
+            std::cout << journal_usage;
             return 0;
         }
         if (a == "--journal" || a == "--config") {
@@ -130,27 +130,27 @@ int run_journal(std::vector<std::string> const& args) {
             if (!v) return 2;
             (a == "--journal" ? dir : config_file) = *v;
         } else if (a.starts_with("--") && a != "--all") {
-            std::cerr << "airlock journal: unknown option '" << a << "'\n" << usage_text;
+            std::cerr << "airlock journal: unknown option '" << a << "'\n" << journal_usage;
             return 2;
         } else {
             pos.push_back(a);
         }
     }
     if (pos.empty()) {
-        std::cerr << usage_text;
+        std::cerr << journal_usage;
         return 2;
     }
     auto const& verb = pos[0];
     bool known = verb == "verify" || verb == "show" || verb == "export" || verb == "import";
     if (!known) {
-        std::cerr << "airlock journal: unknown action '" << verb << "'\n" << usage_text;
+        std::cerr << "airlock journal: unknown action '" << verb << "'\n" << journal_usage;
         return 2;
     }
     if (pos.size() != 2) {
         auto operand = verb == "import" ? "FILE" : verb == "verify" ? "RUN or --all" : "RUN";
         std::cerr << "airlock journal " << verb << ": expected " << operand << ", " << (pos.size() - 1)
                   << " arguments given\n"
-                  << usage_text;
+                  << journal_usage;
         return 2;
     }
     if (dir && config_file) {

@@ -25,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char usage_text[] =
+constexpr char keygen_usage[] =
     "usage: airlock keygen --out DIR [--kid KID]\n"
     "  creates an Ed25519 key pair for signing provenance and prints its key id:\n"
     "    DIR/provenance.key  private key, PKCS#8 PEM, mode 0600\n"
@@ -171,18 +171,18 @@ int run_keygen(std::vector<std::string> const& args) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
         if (a == "--help" || a == "-h") {
-            std::cout << usage_text;
+            std::cout << keygen_usage;
             return 0;
         }
         if ((a == "--out" || a == "--kid") && i + 1 < args.size()) {
             (a == "--out" ? out_dir : kid) = args[++i];
             continue;
         }
-        std::cerr << "airlock keygen: unexpected argument '" << a << "'\n" << usage_text;
+        std::cerr << "airlock keygen: unexpected argument '" << a << "'\n" << keygen_usage;
         return 2;
     }
     if (!out_dir || out_dir->empty()) {
-        std::cerr << "airlock keygen: --out DIR is required\n" << usage_text;
+        std::cerr << "airlock keygen: --out DIR is required\n" << keygen_usage;
         return 2;
     }
     if (kid) {

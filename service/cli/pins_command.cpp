@@ -9,7 +9,7 @@ namespace airlock::service {
 
 namespace {
 
-constexpr char usage_text[] =
+constexpr char pins_usage[] =
     "usage: airlock pins list [--config FILE | --journal DIR]\n"
     "       airlock pins accept SERVER TOOL [--config FILE | --journal DIR]\n"
     "  list    every pinned upstream tool; 'CHANGED' marks one withheld until accepted\n"
@@ -24,13 +24,13 @@ int run_pins(std::vector<std::string> const& args) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
         if (a == "--help" || a == "-h") {
-            std::cout << usage_text;
+            std::cout << pins_usage;
             return 0;
         }
         if ((a == "--config" || a == "--journal") && i + 1 < args.size()) {
             (a == "--config" ? config_file : journal_dir) = args[++i];
         } else if (a.rfind("--", 0) == 0) {
-            std::cerr << "airlock pins: unknown or incomplete option '" << a << "'\n" << usage_text;
+            std::cerr << "airlock pins: unknown or incomplete option '" << a << "'\n" << pins_usage;
             return 2;
         } else {
             pos.push_back(a);
@@ -39,7 +39,7 @@ int run_pins(std::vector<std::string> const& args) {
     bool list = pos.size() == 1 && pos[0] == "list";
     bool accept = pos.size() == 3 && pos[0] == "accept";
     if (!list && !accept) {
-        std::cerr << usage_text;
+        std::cerr << pins_usage;
         return 2;
     }
     auto opts = cli::journal_options("pins", journal_dir, config_file);

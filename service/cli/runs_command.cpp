@@ -16,7 +16,7 @@ namespace airlock::service {
 
 namespace {
 
-constexpr char usage_text[] =
+constexpr char runs_usage[] =
     "usage: airlock runs [--journal DIR | --config FILE] [--status S] [--agent NAME] [--since TIME]\n"
     "                    [--limit N] [--cursor RUN] [--json]\n"
     "  lists journaled runs in run id order (oldest first): id, agent, status, records, admitted at\n"
@@ -45,7 +45,7 @@ std::optional<int> parse_runs_args(std::vector<std::string> const& args, runs_ar
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
         if (a == "--help" || a == "-h") {
-            std::cout << usage_text;
+            std::cout << runs_usage;
             return 0;
         }
         if (a == "--json") {
@@ -55,7 +55,7 @@ std::optional<int> parse_runs_args(std::vector<std::string> const& args, runs_ar
         bool takes_value = a == "--journal" || a == "--config" || a == "--status" || a == "--agent" ||
                            a == "--since" || a == "--limit" || a == "--cursor";
         if (!takes_value) {
-            std::cerr << "airlock runs: unknown option '" << a << "'\n" << usage_text;
+            std::cerr << "airlock runs: unknown option '" << a << "'\n" << runs_usage;
             return 2;
         }
         auto const* value = cli::flag_value(args, i, "runs");

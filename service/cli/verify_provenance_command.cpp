@@ -21,7 +21,7 @@ namespace airlock::service {
 
 namespace {
 
-constexpr char usage_text[] =
+constexpr char verify_provenance_usage[] =
     "usage: airlock verify-provenance --key PUB.pem [--kid KID] [--at TIME] [--tool URI] [--arguments JSON] FILE|-\n"
     "  verifies the signed provenance of one tool call and prints 'ok' or why not:\n"
     "  unsigned, unknown_key, bad_signature, tool_mismatch, arguments_mismatch, not_yet_valid, expired.\n"
@@ -187,7 +187,7 @@ std::optional<int> parse_verify_args(std::vector<std::string> const& args, verif
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
         if (a == "--help" || a == "-h") {
-            std::cout << usage_text;
+            std::cout << verify_provenance_usage;
             return 0;
         }
         std::optional<std::string>* option = a == "--key"         ? &key_path
@@ -201,12 +201,12 @@ std::optional<int> parse_verify_args(std::vector<std::string> const& args, verif
         } else if (!option && !input && (a == "-" || !a.starts_with("-"))) {
             input = a;
         } else {
-            std::cerr << "airlock verify-provenance: unexpected argument '" << a << "'\n" << usage_text;
+            std::cerr << "airlock verify-provenance: unexpected argument '" << a << "'\n" << verify_provenance_usage;
             return 2;
         }
     }
     if (!key_path || !input) {
-        std::cerr << "airlock verify-provenance: --key and an input FILE (or -) are required\n" << usage_text;
+        std::cerr << "airlock verify-provenance: --key and an input FILE (or -) are required\n" << verify_provenance_usage;
         return 2;
     }
     return std::nullopt;

@@ -4,6 +4,7 @@
 #include "core/sha256.hpp"
 #include "mcp/client/spawn_logged.hpp"
 #include "service/gateway/cancellable.hpp"
+#include "service/gateway/notify.hpp"
 #include "service/gateway/replies.hpp"
 #include "service/ops/metrics.hpp"
 
@@ -19,12 +20,6 @@ namespace asio = boost::asio;
 namespace json = boost::json;
 
 namespace {
-
-// Sends through `notify` while holding it: the coroutine it returns may refer to the callable.
-asio::awaitable<void> async_send_holding(std::function<asio::awaitable<void>(mcp::notification)> notify,
-                                         mcp::notification n) {
-    co_await notify(std::move(n));
-}
 
 // The upstream's progress, passed on under the caller's own token.
 std::function<void(mcp::progress_params const&)> progress_relay(mcp::request_context const& ctx,

@@ -1,6 +1,7 @@
 #include "service/gateway/relays.hpp"
 
 #include "mcp/client/spawn_logged.hpp"
+#include "service/gateway/notify.hpp"
 #include "service/gateway/session_runs.hpp"
 
 #include <spdlog/spdlog.h>
@@ -16,13 +17,6 @@ namespace json = boost::json;
 namespace {
 
 using ask_function = std::function<asio::awaitable<mcp::handler_result>(std::string, json::object)>;
-
-// Sends through `notify` while holding it: the coroutine it returns may refer to the callable
-// (a capturing coroutine lambda does), which must outlive it.
-asio::awaitable<void> async_send_holding(std::function<asio::awaitable<void>(mcp::notification)> notify,
-                                         mcp::notification n) {
-    co_await notify(std::move(n));
-}
 
 asio::awaitable<mcp::handler_result> async_ask_caller(std::string server, ask_function ask, mcp::request r) {
     if (!ask) {

@@ -255,7 +255,7 @@ std::variant<jwk, std::string> read_jwk(boost::json::value const& v) {
 }
 
 // An attacker-chosen string in a log sentence: bounded, and without control characters.
-std::string quoted(std::string_view s) {
+std::string in_quotes(std::string_view s) {
     std::string out = "\"";
     for (char c : s.substr(0, 64)) out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? '?' : c;
     if (s.size() > 64) out += "...";
@@ -359,7 +359,7 @@ core::result<key_set> parse_jwks(std::string_view json) {
         }
         std::string name = "key " + std::to_string(i);
         if (arr[i].is_object())
-            if (auto kid = string_member(arr[i].get_object(), "kid")) name += " (kid " + quoted(*kid) + ")";
+            if (auto kid = string_member(arr[i].get_object(), "kid")) name += " (kid " + in_quotes(*kid) + ")";
         out.skipped.push_back(name + " is skipped: " + std::get<std::string>(read));
     }
     return out;
@@ -385,7 +385,7 @@ core::result<compact_jws> parse_compact(std::string_view token, std::size_t max_
     if (!a || !a->is_string()) return malformed("the token's header has no alg");
     auto algorithm = alg_from_string(a->get_string());
     if (!algorithm)
-        return core::make_error("bad_alg", "the token's alg " + quoted(a->get_string()) + " is not one airlock verifies");
+        return core::make_error("bad_alg", "the token's alg " + in_quotes(a->get_string()) + " is not one airlock verifies");
     if (header->contains("crit"))
         return malformed("the token's header has crit, and airlock understands no JWS extension");
     // RFC 7797's unencoded payload only makes sense with crit; alone it is a token to refuse, not guess at.

@@ -41,7 +41,7 @@ void append_turn(json::array& messages, std::string_view role, json::array block
 
 json::object text_block(std::string const& text) { return json::object{{"type", "text"}, {"text", text}}; }
 
-core::stop_reason stop_of(std::optional<std::string> const& reason, bool has_calls) {
+core::stop_reason anthropic_stop(std::optional<std::string> const& reason, bool has_calls) {
     if (reason == "tool_use" || (has_calls && !reason)) return core::stop_reason::tool_use;
     if (reason == "max_tokens") return core::stop_reason::max_tokens;
     if (!reason || reason == "end_turn" || reason == "stop_sequence") return core::stop_reason::end_turn;
@@ -127,7 +127,7 @@ core::model_result<core::completion> anthropic_completion(json::value const& ans
         }
         // thinking, redacted_thinking and server-side tool blocks carry nothing the loop acts on.
     }
-    c.stop = stop_of(wire::string_at(o, "stop_reason"), !c.tool_calls.empty());
+    c.stop = anthropic_stop(wire::string_at(o, "stop_reason"), !c.tool_calls.empty());
     auto const* usage = wire::object_at(o, "usage");
     // Cached input is input all the same: budgets count every token the model read.
     c.usage.input_tokens = wire::count_at(usage, "input_tokens") + wire::count_at(usage, "cache_creation_input_tokens") +

@@ -77,7 +77,7 @@ json::object message_json(core::model_message const& m) {
     return o;
 }
 
-core::stop_reason stop_of(std::optional<std::string> const& finish, bool has_calls) {
+core::stop_reason openai_stop(std::optional<std::string> const& finish, bool has_calls) {
     if (has_calls || finish == "tool_calls" || finish == "function_call") return core::stop_reason::tool_use;
     if (finish == "length") return core::stop_reason::max_tokens;
     if (!finish || finish == "stop" || finish == "eos") return core::stop_reason::end_turn;
@@ -146,7 +146,7 @@ core::model_result<core::completion> openai_completion(json::value const& answer
         if (!name || name->empty()) return malformed("has choices[0].message.function_call without a name");
         c.tool_calls.push_back(core::model_tool_call{"call_0", std::move(*name), arguments_value(fc->if_contains("arguments"))});
     }
-    c.stop = stop_of(wire::string_at(choice, "finish_reason"), !c.tool_calls.empty());
+    c.stop = openai_stop(wire::string_at(choice, "finish_reason"), !c.tool_calls.empty());
     // A model that declines says so in `refusal` instead of `content`; the loop sees it as text
     // that ended the turn for a reason of its own.
     if (auto refusal = wire::string_at(*message, "refusal"); refusal && !refusal->empty() && c.text.empty()) {
