@@ -23,8 +23,8 @@ using handler_result = boost::system::result<boost::json::object, error_object>;
 // Everything a backend may know about, and do with, the request it is serving.
 struct request_context {
     std::string principal;         // who is calling (from authentication); "" when unauthenticated is allowed
-    // How the caller proved it, when by an OAuth access token: {"issuer", "subject", "token_id"}
-    // (never the token). Empty for a static bearer token, stdio and anonymous callers.
+    // How the caller proved it, when by an OAuth access token: {"method", "issuer", "subject",
+    // "token_id", "scopes"} (never the token). Empty for a static bearer token, stdio and anonymous callers.
     boost::json::object authentication;
     std::string session_id;        // legacy: the Mcp-Session-Id (stdio: one id for the process); modern: ""
     era client_era = era::legacy;  // the era of this request

@@ -141,6 +141,7 @@ core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_i
         go.upstreams.push_back({u.name, clients[i], u.prefix == tool_prefix::server});
     }
     for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted, p.anonymous});
+    if (c.auth.oauth) go.upstream_scopes = c.auth.oauth->upstream_scopes;
     return gateway::make(std::move(go));
 }
 

@@ -143,10 +143,32 @@ void read_introspection(reader& r, YAML::Node const& n, std::string const& p, oa
     o.introspection = std::move(ic);
 }
 
+// upstream name → scope. Each scope is advertised: scopes_supported gains those it does not list.
+void read_upstream_scopes(reader& r, YAML::Node const& n, std::string const& p, oauth_config& o) {
+    auto entries = r.entries(n, p);
+    if (!entries) return;
+    // Unset, scopes_supported defaults to required_scopes; listing an upstream's keeps those.
+    if (o.scopes_supported.empty()) o.scopes_supported = o.required_scopes;
+    for (auto const& [server, scope] : *entries) {
+        auto ep = child_path(p, server);
+        auto words = read_words(r, scope, ep, "a scope");
+        if (!words) continue;
+        if (words->size() != 1) {
+            r.fail("invalid_value", ep + " names " + std::to_string(words->size()) + " scopes; an upstream needs exactly one");
+            continue;
+        }
+        auto const& s = words->front();
+        o.upstream_scopes.emplace(server, s);
+        if (std::find(o.scopes_supported.begin(), o.scopes_supported.end(), s) == o.scopes_supported.end())
+            o.scopes_supported.push_back(s);
+    }
+}
+
 void read_oauth(reader& r, YAML::Node const& n, std::string const& p, oauth_config& o) {
     if (!r.mapping(n, p,
                    {"resource", "issuer", "issuers", "audience", "scopes_supported", "required_scopes", "algorithms",
-                    "clock_skew", "principal_claim", "principals", "jwks_refresh", "jwks_max_age", "introspection"}))
+                    "clock_skew", "principal_claim", "principals", "upstream_scopes", "jwks_refresh", "jwks_max_age",
+                    "introspection"}))
         return;
     if (auto const v = n["resource"]) {
         read_url(r, v, p + ".resource", "the resource", o.resource);
@@ -216,6 +238,7 @@ void read_oauth(reader& r, YAML::Node const& n, std::string const& p, oauth_conf
         r.fail("missing_field", p + " needs principals: which value of the " + in_quotes(o.principal_claim) +
                                     " claim is served as which principal (a subject with no mapping is refused)");
     }
+    if (auto const v = n["upstream_scopes"]) read_upstream_scopes(r, v, p + ".upstream_scopes", o);
 }
 
 }  // namespace

@@ -193,6 +193,9 @@ struct oauth_config {
     std::chrono::seconds clock_skew{60};
     std::string principal_claim = "sub";               // the claim whose value names the principal
     std::map<std::string, std::string> principals;     // that claim's value → a principals[].name
+    // upstream name → the scope a token needs to see that upstream's tools, resources and prompts
+    // (a token without it is served as its principal without those grants); listed in scopes_supported.
+    std::map<std::string, std::string> upstream_scopes;
     std::chrono::milliseconds jwks_refresh{300'000};   // keys are fetched again at least this often
     std::chrono::milliseconds jwks_max_age{3'600'000}; // across an outage, keys serve this long after their last fetch
     // RFC 7662, for opaque access tokens (anything not a JWT); absent: only JWTs are accepted.

@@ -214,6 +214,10 @@ void check_oauth(reader& r, config const& c) {
                                              ", an anonymous principal; a token would grant nothing more");
         }
     }
+    for (auto const& [server, scope] : o.upstream_scopes)
+        if (std::none_of(c.upstreams.begin(), c.upstreams.end(), [&](auto const& u) { return u.name == server; }))
+            r.fail("invalid_name", child_path("auth.oauth.upstream_scopes", server) + " names " + in_quotes(server) +
+                                       ", which the upstreams section does not define");
     for (auto const& i : o.issuers)
         if (!c.egress.permits(i.destination))
             r.warn("auth.oauth issuer " + i.issuer + ": its destination " + core::to_string(i.destination) +

@@ -107,6 +107,8 @@ void print_principals(std::ostream& o, config const& c) {
         std::string algs;
         for (auto const& s : a.algorithms) algs += (algs.empty() ? "" : " ") + s;
         o << "  algorithms " << algs << (scopes.empty() ? "" : "; every request needs scope " + scopes) << "\n";
+        for (auto const& [server, scope] : a.upstream_scopes)
+            o << "  upstream " << server << " needs scope " << scope << "\n";
     }
 }
 

@@ -66,7 +66,8 @@ std::optional<upstream_facts> call::facts_of(std::string const& name, catalogue_
 asio::awaitable<mcp::handler_result> call::async_run(mcp::request const& req, mcp::request_context& ctx) {
     auto request = read_call_request(req.params);
     if (!request) co_return invalid_params(request.error().message);
-    auto const* p = roster_->principal(ctx.principal);
+    auto const caller = roster_->caller(ctx);
+    auto const* p = caller.get();
     if (!p) co_return refusal_result(not_permitted_text);
 
     auto run = co_await runs_->async_run_for(ctx, *p);
@@ -76,9 +77,27 @@ asio::awaitable<mcp::handler_result> call::async_run(mcp::request const& req, mc
     auto resolved = co_await tools_->async_resolve(*p, request->name);
     auto facts = facts_of(request->name, resolved ? resolved->get() : nullptr);
     auto decision = plan_call(*p, *request, resolved, facts, roster_->egress(), ctx.param_headers);
-    if (auto const* refusal = std::get_if<call_refusal>(&decision)) co_return co_await async_refuse(*refusal, *run, *p);
+    if (auto* refusal = std::get_if<call_refusal>(&decision)) {
+        co_await async_explain_scope(*refusal, ctx, *p, request->name);
+        co_return co_await async_refuse(*refusal, *run, *p);
+    }
     auto plan = std::get<planned_call>(std::move(decision));
     co_return co_await async_send(plan, std::move(request->arguments), *run, *p, ctx, std::move(hold));
+}
+
+asio::awaitable<void> call::async_explain_scope(call_refusal& refusal, mcp::request_context const& ctx,
+                                               gateway_principal const& narrowed, std::string const& name) {
+    if (refusal.what != call_refusal::kind::denied || refusal.reason != core::deny_reason::not_granted) co_return;
+    auto const* configured = roster_->principal(ctx.principal);
+    if (!configured || configured == &narrowed) co_return;
+    auto full = co_await tools_->async_resolve(*configured, name);
+    if (!full || !*full) co_return;
+    auto const& id = (*full)->id;
+    auto scope = roster_->scope_of(id.server());
+    if (!scope) co_return;
+    refusal.tool = id.uri();
+    refusal.detail = "the access token lacks the scope '" + *scope + "' that upstream " + id.server() + " needs";
+    refusal.text = "not permitted: this tool needs the OAuth scope '" + *scope + "', which the access token was not granted";
 }
 
 asio::awaitable<mcp::handler_result> call::async_refuse(call_refusal const& refusal, std::string const& run,
@@ -98,7 +117,7 @@ asio::awaitable<mcp::handler_result> call::async_refuse(call_refusal const& refu
     co_await runs_->async_journal(run, denial_record(refusal));
     spdlog::info("denied: principal {} tool {}: {} ({})", p.name, refusal.tool, core::to_string(refusal.reason),
                  refusal.detail);
-    co_return refusal_result(not_permitted_text);
+    co_return refusal_result(refusal.text.empty() ? not_permitted_text : std::string_view(refusal.text));
 }
 
 asio::awaitable<boost::system::result<call::started, mcp::error_object>> call::async_start(

@@ -44,6 +44,10 @@ public:
 private:
     // What plan_call needs to know of the upstream the call concerns.
     std::optional<upstream_facts> facts_of(std::string const& name, catalogue_entry const* resolved) const;
+    // A call refused as not granted to a caller whose token lacks an upstream's scope, when the
+    // principal itself holds the grant: the refusal names the scope (so the client can ask for it).
+    boost::asio::awaitable<void> async_explain_scope(call_refusal& refusal, mcp::request_context const& ctx,
+                                                     gateway_principal const& narrowed, std::string const& name);
     boost::asio::awaitable<mcp::handler_result> async_refuse(call_refusal const& refusal, std::string const& run,
                                                              gateway_principal const& p);
     // Journals effect_started with a (signed) provenance block; the effect key, or the reply that

@@ -67,7 +67,7 @@ struct call_refusal {
     std::optional<core::tool_id> id;  // unreachable: the granted tool whose upstream is down
     core::deny_reason reason = core::deny_reason::not_granted;
     std::string detail;
-    std::string text;                          // unreachable: what the caller is told
+    std::string text;                          // what the caller is told (denied: "" is not_permitted_text)
     std::optional<mcp::error_object> error;    // invalid
 };
 

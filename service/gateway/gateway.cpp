@@ -76,7 +76,7 @@ core::result<std::shared_ptr<gateway>> gateway::make(gateway_options options) {
 
 gateway::gateway(gateway_options options) : options_(with_defaults(std::move(options))) {
     roster_ = std::make_shared<roster>(std::move(options_.upstreams), std::move(options_.principals),
-                                             std::move(options_.egress));
+                                       std::move(options_.egress), std::move(options_.upstream_scopes));
     // A fresh key per process: a cursor from before a restart is refused, and the client lists anew.
     std::array<std::uint8_t, 32> key{};
     options_.random(key.data(), key.size());
@@ -191,7 +191,9 @@ asio::awaitable<mcp::handler_result> gateway::async_list(mcp::request const& req
     // of its tools were shown, so a page boundary does not move when another upstream's list changes.
     auto start = cursor_of(*cursors_, req, "tools/list", ctx.principal);
     if (!start) co_return invalid_params(start.error().message);
-    auto groups = co_await async_tools_by_upstream(ctx.principal);
+    auto const caller = roster_->caller(ctx);
+    std::vector<tools_of_upstream> groups;
+    if (caller) groups = co_await catalogue_->async_tools_by_upstream(*caller);
     std::size_t g = 0, skip = 0;
     if (*start) {
         while (g < groups.size() && groups[g].first != (*start)->upstream) ++g;

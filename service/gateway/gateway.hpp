@@ -69,6 +69,8 @@ struct gateway_options {
     std::function<void(std::uint8_t*, std::size_t)> random;  // CSPRNG; RAND_bytes when empty
     mcp::implementation server_info{"airlock", "0", std::nullopt, std::nullopt};
     std::shared_ptr<airlock_metrics> metrics;  // tool calls and denials are counted here when set
+    // auth.oauth.upstream_scopes: upstream -> the scope an OAuth caller's token needs to see it.
+    std::map<std::string, std::string> upstream_scopes;
 };
 
 // Resources and prompts are governed per server (passthrough.hpp); messages an upstream sends

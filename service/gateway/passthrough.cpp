@@ -69,7 +69,8 @@ passthrough::passthrough(passthrough_options options, std::shared_ptr<roster con
       streams_(std::move(streams)), cursors_(std::move(cursors)) {}
 
 asio::awaitable<mcp::handler_result> passthrough::async_handle(mcp::request const& req, mcp::request_context& ctx) {
-    auto const* p = roster_->principal(ctx.principal);
+    auto const caller = roster_->caller(ctx);
+    auto const* p = caller.get();
     auto const& m = req.method;
     json::object params = req.params ? *req.params : json::object{};
     if (m == "resources/list" || m == "resources/templates/list" || m == "prompts/list") {

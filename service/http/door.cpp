@@ -108,8 +108,10 @@ void apply_oauth(door_policy& policy, door_oauth const& oauth) {
 
 boost::json::object journal_identity(door_admitted const& a) {
     if (!a.identity) return {};
-    return {{"method", "oauth"}, {"issuer", a.identity->issuer}, {"subject", a.identity->subject},
-            {"token_id", a.identity->token_id}};
+    boost::json::array scopes;
+    for (auto const& s : a.identity->scopes) scopes.emplace_back(s);
+    return {{"method", "oauth"},           {"issuer", a.identity->issuer}, {"subject", a.identity->subject},
+            {"token_id", a.identity->token_id}, {"scopes", std::move(scopes)}};
 }
 
 std::string refusal_words(unsigned status) {

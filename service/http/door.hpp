@@ -151,7 +151,7 @@ struct door_admitted {
 struct door_preflight {};
 
 // What the journal keeps of an OAuth token that admitted a request: {"method": "oauth", "issuer",
-// "subject", "token_id"} - never the token. Empty for a static token or an anonymous caller.
+// "subject", "token_id", "scopes"} - never the token. Empty for a static token or an anonymous caller.
 boost::json::object journal_identity(door_admitted const& a);
 
 // How a refusal's status reads at the start of a message: "Unauthorized: ", "Forbidden: ", ...

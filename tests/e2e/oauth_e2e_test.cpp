@@ -59,10 +59,10 @@ struct issuer_process {
     std::unique_ptr<child_process> child;
     std::string issuer;
 
-    issuer_process(std::vector<std::string> args) {
+    explicit issuer_process(std::vector<std::string> args, std::vector<std::string> env = {}) {
         std::vector<std::string> argv{peers::node(), fixture("issuer.mjs")};
         argv.insert(argv.end(), args.begin(), args.end());
-        child = std::make_unique<child_process>(argv, std::vector<std::string>{}, child_stdin::pipe);
+        child = std::make_unique<child_process>(argv, std::move(env), child_stdin::pipe);
         auto const until = std::chrono::steady_clock::now() + 30s;
         while (std::chrono::steady_clock::now() < until) {
             auto out = child->stdout_text();
@@ -97,13 +97,14 @@ struct oauth_deployment {
     std::unique_ptr<child_process> airlock;
 
     explicit oauth_deployment(std::string const& oauth_extra = "", std::string const& access_ttl = "300",
-                              bool with_echo = false, std::vector<std::string> const& issuer_extra = {}) {
+                              bool with_echo = false, std::vector<std::string> const& issuer_extra = {},
+                              std::vector<std::string> issuer_env = {}) {
         if (with_echo) echo = std::make_unique<node_peer>(std::vector<std::string>{fixture("header_echo_server.mjs")},
                                                           std::vector<std::string>{"PORT=0"});
         std::vector<std::string> issuer_args{"--resource", resource,     "--scopes",  "mcp:tools", "--access-ttl",
                                              access_ttl, "--keys",     keys.string(), "--subject", "carol"};
         issuer_args.insert(issuer_args.end(), issuer_extra.begin(), issuer_extra.end());
-        idp = std::make_unique<issuer_process>(issuer_args);
+        idp = std::make_unique<issuer_process>(issuer_args, std::move(issuer_env));
         auto const issuer_port = idp->issuer.substr(idp->issuer.rfind(':') + 1);
         std::ofstream(dir.path() / "alice.token") << alice_token << "\n";
         ::chmod((dir.path() / "alice.token").c_str(), 0600);
@@ -437,4 +438,63 @@ TEST_CASE("OAuth: opaque access tokens are introspected at the authorization ser
     CHECK_THAT(metrics, Catch::Contains("airlock_oauth_authentications_total{result=\"ok\"}"));
     // The introspection client's secret is in no log line.
     CHECK(d.airlock->stderr_text().find(introspection_secret) == std::string::npos);
+}
+
+TEST_CASE("OAuth: an upstream's scope narrows what a token sees and calls; the principal's static token is not narrowed",
+          "[oauth][peers]") {
+    oauth_deployment d("    upstream_scopes: { echo: \"mcp:echo\" }\n", "300", true);
+    // The metadata advertises the upstream's scope beside the required one.
+    auto prm = json::parse(http_get(d.port, "/.well-known/oauth-protected-resource/mcp").body).as_object();
+    CHECK(prm.at("scopes_supported") == json::array{"mcp:tools", "mcp:echo"});
+
+    auto names = [&](std::string const& token) {
+        auto list = modern_post(d.port, token, "tools/list", "", "");
+        INFO(list.body);
+        REQUIRE(list.status == 200);
+        std::vector<std::string> out;
+        std::regex const name("\"name\":\"([a-z_-]+__[a-z._-]+)\"");
+        for (std::sregex_iterator it(list.body.begin(), list.body.end(), name), end; it != end; ++it)
+            out.push_back((*it)[1].str());
+        return out;
+    };
+    auto has = [](std::vector<std::string> const& v, char const* n) { return std::find(v.begin(), v.end(), n) != v.end(); };
+
+    // Without mcp:echo, carol's token lists everything's tools and none of echo's ...
+    auto narrow = d.sign(d.claims(), {"--ttl", "300"});
+    auto seen = names(narrow);
+    CHECK(has(seen, "everything__echo"));
+    CHECK_FALSE(has(seen, "echo__headers"));
+    // ... and calling one is refused with the scope to ask for; nothing reaches the upstream.
+    auto refused = modern_post(d.port, narrow, "tools/call", "echo__headers", R"("name":"echo__headers","arguments":{},)");
+    INFO(refused.body);
+    REQUIRE(refused.status == 200);
+    CHECK_THAT(refused.body, Catch::Contains("\"isError\":true"));
+    CHECK_THAT(refused.body, Catch::Contains("needs the OAuth scope 'mcp:echo'"));
+    CHECK_THAT(refused.body, !Catch::Contains("x-upstream-key"));
+    // Resources, prompts and the rest follow the same view: the echo upstream is not seen.
+    auto everything = modern_post(d.port, narrow, "tools/call", "everything__echo",
+                                  R"("name":"everything__echo","arguments":{"message":"still mine"},)");
+    CHECK_THAT(everything.body, Catch::Contains("still mine"));
+
+    // With mcp:echo the same subject sees and calls it.
+    auto claims = d.claims();
+    claims["scope"] = "mcp:tools mcp:echo";
+    claims["jti"] = "e2e-token-wide";
+    auto wide = d.sign(claims, {"--ttl", "300"});
+    CHECK(has(names(wide), "echo__headers"));
+    auto called = modern_post(d.port, wide, "tools/call", "echo__headers", R"("name":"echo__headers","arguments":{},)");
+    CHECK_THAT(called.body, Catch::Contains("x-upstream-key"));
+    // Alice's static bearer token is not an OAuth token: scopes do not apply to it.
+    CHECK(has(names(alice_token), "echo__headers"));
+
+    // The journal keeps the refusal with its reason and each token's scopes, not the tokens.
+    d.airlock->signal(SIGTERM);
+    d.airlock->wait(20s);
+    d.airlock.reset();
+    std::ifstream in(d.dir.path() / "journal" / "data.mdb", std::ios::binary);
+    std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(raw.find("lacks the scope 'mcp:echo' that upstream echo needs") != std::string::npos);
+    CHECK(raw.find(R"("scopes":["mcp:tools","mcp:echo"])") != std::string::npos);
+    CHECK(raw.find(narrow) == std::string::npos);
+    CHECK(raw.find(wide) == std::string::npos);
 }

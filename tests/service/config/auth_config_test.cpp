@@ -2,6 +2,7 @@
 // mistake (a resource that is not absolute or not https, HMAC or "none" algorithms, a mapping to a
 // principal that does not exist, a principal left without any way in).
 #include "service/config/config.hpp"
+#include "service/config/summary.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
@@ -155,4 +156,23 @@ TEST_CASE("auth.oauth: each mistake is refused with a message naming the field")
     CHECK(w.problem(resource + "    issuer: https://a.example\n    principals: { u: mallory }\n",
                     "    token_file: alice.token\n") ==
           "unknown_principal: auth.oauth.principals.u names \"mallory\", which the principals section does not define");
+}
+
+TEST_CASE("auth.oauth.upstream_scopes: a scope per upstream, advertised beside the required ones; mistakes named") {
+    oauth_workspace w;
+    std::string const upstream = "upstreams:\n  - name: fs\n    stdio: { argv: [/bin/cat] }\n";
+    auto c = w.load(minimal + "    required_scopes: mcp:tools\n    upstream_scopes: { fs: \"mcp:fs\" }\n", upstream);
+    INFO((c ? std::string() : c.error().message));
+    REQUIRE(c);
+    auto const& o = *c->auth.oauth;
+    CHECK(o.upstream_scopes == std::map<std::string, std::string>{{"fs", "mcp:fs"}});
+    CHECK(o.scopes_supported == std::vector<std::string>{"mcp:tools", "mcp:fs"});
+    CHECK(summary(*c).find("upstream fs needs scope mcp:fs") != std::string::npos);
+
+    CHECK(w.problem(minimal + "    upstream_scopes: { git: \"mcp:git\" }\n", upstream) ==
+          "invalid_name: auth.oauth.upstream_scopes.git names \"git\", which the upstreams section does not define");
+    CHECK_THAT(w.problem(minimal + "    upstream_scopes: { fs: \"mcp fs\" }\n", upstream), Catch::Contains("holds no spaces"));
+    CHECK_THAT(w.problem(minimal + "    upstream_scopes: { fs: [a, b] }\n", upstream),
+               Catch::Contains("auth.oauth.upstream_scopes.fs names 2 scopes; an upstream needs exactly one"));
+    CHECK_THAT(w.problem(minimal + "    upstream_scopes: [fs]\n", upstream), Catch::Contains("auth.oauth.upstream_scopes"));
 }
