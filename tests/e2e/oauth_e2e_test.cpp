@@ -471,7 +471,7 @@ TEST_CASE("OAuth: an upstream's scope narrows what a token sees and calls; the p
     CHECK_THAT(refused.body, Catch::Contains("\"isError\":true"));
     CHECK_THAT(refused.body, Catch::Contains("needs the OAuth scope 'mcp:echo'"));
     CHECK_THAT(refused.body, !Catch::Contains("x-upstream-key"));
-    // Resources, prompts and the rest follow the same view: the echo upstream is not seen.
+    // A tool of an upstream that needs no scope still answers the same token.
     auto everything = modern_post(d.port, narrow, "tools/call", "everything__echo",
                                   R"("name":"everything__echo","arguments":{"message":"still mine"},)");
     CHECK_THAT(everything.body, Catch::Contains("still mine"));
