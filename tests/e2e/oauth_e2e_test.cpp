@@ -54,28 +54,29 @@ std::uint16_t free_port() {
     return ntohs(a.sin_port);
 }
 
-// oidc-provider on a free port; stopped (stdin closed, then SIGTERM) when the object goes.
-struct issuer_process {
+// A node fixture that announces itself with one JSON line on stdout once listening, and stops when
+// its stdin closes (then SIGTERM), as the fixtures under tests/fixtures/oauth do.
+struct announced_peer {
     std::unique_ptr<child_process> child;
-    std::string issuer;
+    json::object announced;
 
-    explicit issuer_process(std::vector<std::string> args, std::vector<std::string> env = {}) {
-        std::vector<std::string> argv{peers::node(), fixture("issuer.mjs")};
-        argv.insert(argv.end(), args.begin(), args.end());
-        child = std::make_unique<child_process>(argv, std::move(env), child_stdin::pipe);
+    announced_peer(std::vector<std::string> argv, std::vector<std::string> env, char const* what) {
+        child = std::make_unique<child_process>(std::move(argv), std::move(env), child_stdin::pipe);
         auto const until = std::chrono::steady_clock::now() + 30s;
         while (std::chrono::steady_clock::now() < until) {
             auto out = child->stdout_text();
             if (auto nl = out.find('\n'); nl != std::string::npos) {
-                issuer = std::string(json::parse(out.substr(0, nl)).as_object().at("issuer").as_string());
+                announced = json::parse(out.substr(0, nl)).as_object();
                 return;
             }
             std::this_thread::sleep_for(50ms);
         }
         INFO(child->stderr_text());
-        FAIL("the issuer did not start");
+        FAIL(what << " did not start");
     }
-    ~issuer_process() { stop(); }
+    ~announced_peer() { stop(); }
+    announced_peer(announced_peer const&) = delete;
+    announced_peer& operator=(announced_peer const&) = delete;
     void stop() {
         if (!child) return;
         child->close_stdin();
@@ -83,6 +84,21 @@ struct issuer_process {
         child->wait(10s);
         child.reset();
     }
+    std::string field(char const* name) const { return std::string(announced.at(name).as_string()); }
+};
+
+std::vector<std::string> node_fixture(char const* name, std::vector<std::string> const& args) {
+    std::vector<std::string> argv{peers::node(), fixture(name)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+}
+
+// oidc-provider on a free port.
+struct issuer_process : announced_peer {
+    std::string issuer = field("issuer");
+
+    explicit issuer_process(std::vector<std::string> const& args, std::vector<std::string> env = {})
+        : announced_peer(node_fixture("issuer.mjs", args), std::move(env), "the issuer") {}
 };
 
 // An airlock whose principal carol is reached only by OAuth tokens with sub "carol", beside alice's
@@ -185,14 +201,17 @@ json::object run_client(oauth_deployment const& d, std::vector<std::string> args
     std::vector<std::string> argv{peers::node(), fixture("sdk_oauth_client.mjs"), d.resource};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = run_command(argv, 120s);
-    INFO("client stdout: " << r.out << "\nclient stderr: " << r.err << "\nairlock: " << d.airlock->stderr_text());
+    INFO("client stdout: " << r.out << "\nclient stderr: " << r.err << "\nissuer: " << d.idp->child->stderr_text()
+                          << "\nairlock: " << d.airlock->stderr_text());
     REQUIRE(r.exit_code == 0);
     auto out = json::parse(r.out.substr(0, r.out.find('\n'))).as_object();
     return out;
 }
 
 // The flow's steps, in order, as the client read them off the wire.
-void check_flow(oauth_deployment const& d, json::object const& out, bool refreshed) {
+// The client's fourth step is "registered CLIENT_ID" after DCR, or "client id metadata document URL".
+void check_flow(oauth_deployment const& d, json::object const& out, bool refreshed,
+                std::string const& client_step = "registered ") {
     std::vector<std::string> flow;
     for (auto const& s : out.at("flow").as_array()) flow.emplace_back(s.as_string());
     std::ostringstream text;
@@ -202,7 +221,7 @@ void check_flow(oauth_deployment const& d, json::object const& out, bool refresh
     CHECK(flow[0] == "401 Bearer realm=\"airlock\", resource_metadata=\"" + d.metadata_url() + "\", scope=\"mcp:tools\"");
     CHECK(flow[1] == "resource metadata " + d.metadata_url());
     CHECK(flow[2] == "authorization server " + d.idp->issuer);
-    CHECK(flow[3].rfind("registered ", 0) == 0);
+    CHECK(flow[3].rfind(client_step, 0) == 0);
     CHECK(flow[4] == "authorized");
     CHECK(flow[5] == "token");
     CHECK(flow[6] == "tools/list");
@@ -213,6 +232,32 @@ void check_flow(oauth_deployment const& d, json::object const& out, bool refresh
     }
 }
 
+// A self-signed certificate for IP:127.0.0.1, made with openssl in a directory of its own.
+struct loopback_certificate {
+    temp_dir dir{"airlock-cimd"};
+    std::string cert = (dir.path() / "cert.pem").string();
+    std::string key = (dir.path() / "key.pem").string();
+
+    loopback_certificate() {
+        auto made = run_command({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                                 "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                                 "-addext", "subjectAltName=IP:127.0.0.1"},
+                                30s);
+        INFO(made.err);
+        REQUIRE(made.exit_code == 0);
+    }
+};
+
+// An HTTPS host on 127.0.0.1 with one Client ID Metadata Document (client_metadata_server.mjs),
+// under a self-signed certificate that the issuer is told to trust.
+struct metadata_host : loopback_certificate, announced_peer {
+    std::string url = field("url");
+
+    metadata_host()
+        : announced_peer(node_fixture("client_metadata_server.mjs", {"--tls-cert", cert, "--tls-key", key}), {},
+                         "the metadata host") {}
+};
+
 }  // namespace
 
 TEST_CASE("OAuth: the SDK client finds the metadata from the 401, registers, logs in, calls a tool and refreshes (2025-11-25)",
@@ -221,6 +266,7 @@ TEST_CASE("OAuth: the SDK client finds the metadata from the 401, registers, log
     oauth_deployment d("    clock_skew: 0s\n", "4");
     auto out = run_client(d, {"--tool", "everything__get-sum", "--args", R"({"a":2,"b":3})", "--refresh"});
     check_flow(d, out, true);
+    CHECK(out.at("registrations").as_int64() == 1);
     std::vector<std::string> tools;
     for (auto const& t : out.at("tools").as_array()) tools.emplace_back(t.as_string());
     CHECK(tools == std::vector<std::string>{"everything__echo", "everything__get-sum"});
@@ -497,4 +543,18 @@ TEST_CASE("OAuth: an upstream's scope narrows what a token sees and calls; the p
     CHECK(raw.find(R"("scopes":["mcp:tools","mcp:echo"])") != std::string::npos);
     CHECK(raw.find(narrow) == std::string::npos);
     CHECK(raw.find(wide) == std::string::npos);
+}
+
+TEST_CASE("OAuth: a client known by its Client ID Metadata Document URL logs in without registering; its tokens serve like any",
+          "[oauth][peers]") {
+    metadata_host host;
+    oauth_deployment d("", "300", false, {}, {"NODE_EXTRA_CA_CERTS=" + host.cert});
+    auto out = run_client(d, {"--client-metadata-url", host.url, "--tool", "everything__get-sum", "--args",
+                              R"({"a":20,"b":22})"});
+    // The issuer advertised client_id_metadata_document_supported, so the client used its URL as the
+    // client id instead of registering; the issuer fetched the document to learn the redirect URI.
+    check_flow(d, out, false, "client id metadata document " + host.url);
+    CHECK(out.at("registrations").as_int64() == 0);
+    CHECK_THAT(host.child->stderr_text(), Catch::Contains("client-metadata: fetched"));
+    CHECK_THAT(json::serialize(out.at("result")), Catch::Contains("The sum of 20 and 22 is 42."));
 }

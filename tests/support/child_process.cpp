@@ -7,9 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 extern char** environ;
@@ -42,7 +44,15 @@ child_process::child_process(std::vector<std::string> argv, std::vector<std::str
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
 
     std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
+    // An extra entry replaces the inherited one of the same name: with both in the block, getenv
+    // would find the inherited one first.
+    auto named = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
+    for (char** e = environ; *e; ++e) {
+        std::string_view inherited(*e);
+        bool replaced = std::any_of(extra_env.begin(), extra_env.end(),
+                                    [&](std::string const& x) { return named(x) == named(inherited); });
+        if (!replaced) env_strings.emplace_back(inherited);
+    }
     for (auto& e : extra_env) env_strings.push_back(e);
     std::vector<char*> envp;
     for (auto& e : env_strings) envp.push_back(e.data());
