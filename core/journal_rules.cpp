@@ -112,7 +112,8 @@ result<append_plan> plan_append(std::string_view run_id, std::optional<run_summa
     return plan;
 }
 
-result<new_record> make_seal(run_summary const& current, std::string_view status, std::string_view reason) {
+result<new_record> make_seal(run_summary const& current, std::string_view status, std::string_view reason,
+                             std::string_view sealed_at) {
     if (!is_terminal_status(status))
         return make_error("invalid_status", "'" + std::string(status) + "' is not a terminal run status");
     if (current.sealed) return make_error(core::errc::sealed, "run " + current.run_id + " is already sealed (" + current.status + ")");
@@ -120,6 +121,7 @@ result<new_record> make_seal(run_summary const& current, std::string_view status
     body["status"] = status;
     body["reason"] = reason;
     body["chain_head"] = to_hex(current.head_hash);
+    body["sealed_at"] = sealed_at;
     return new_record{record_kind::run_sealed, std::move(body)};
 }
 

@@ -31,7 +31,9 @@ result<append_plan> plan_append(std::string_view run_id, std::optional<run_summa
                                 std::function<bool(std::string_view effect_key)> const& effect_started_before);
 
 // The run_sealed record body a seal appends, refusing a status that is unknown or not terminal.
-result<new_record> make_seal(run_summary const& current, std::string_view status, std::string_view reason);
+// `sealed_at` (RFC 3339) is when; retention counts from it.
+result<new_record> make_seal(run_summary const& current, std::string_view status, std::string_view reason,
+                             std::string_view sealed_at);
 
 // run_summary ↔ JSON, for stores that keep the index as documents.
 boost::json::object to_json(run_summary const& s);

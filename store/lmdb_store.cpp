@@ -1,8 +1,10 @@
 #include "store/lmdb_store.hpp"
 
 #include "core/journal_rules.hpp"
+#include "core/rfc3339.hpp"
 #include "core/secrets.hpp"
 #include "store/lmdb_keys.hpp"
+#include "store/lmdb_upkeep.hpp"
 #include "store/write_ops.hpp"
 
 #include <boost/asio/async_result.hpp>
@@ -52,6 +54,7 @@ struct lmdb_store::impl {
     lmdb_options options;
     MDB_env* env = nullptr;
     MDB_dbi records = 0, runs = 0, effects = 0, admissions = 0, pins = 0;
+    int lock_fd = -1;  // DIR/airlock.lock, shared or exclusive (lmdb_options::exclusive)
 
     std::mutex mutex;
     std::condition_variable wake;
@@ -115,6 +118,7 @@ struct lmdb_store::impl {
     ~impl() {
         close();
         if (env) mdb_env_close(env);
+        detail::unlock_journal(lock_fd);
     }
 
     void enqueue(std::unique_ptr<write_op> op) {
@@ -495,6 +499,9 @@ result<std::unique_ptr<lmdb_store>> lmdb_store::open(lmdb_options options) {
     if (fec) return make_error("io_error", "cannot create journal directory " + options.directory.string() + ": " + fec.message());
     auto p = std::make_unique<impl>();
     p->options = options;
+    auto locked = detail::lock_journal(options.directory, options.exclusive);
+    if (!locked) return locked.error();
+    p->lock_fd = *locked;
     auto where = " (" + options.directory.string() + ")";
     if (int rc = mdb_env_create(&p->env); rc != 0) return lmdb_error(rc, "create environment" + where);
     mdb_env_set_maxdbs(p->env, 8);
@@ -615,7 +622,7 @@ asio::awaitable<result<core::record>> lmdb_store::async_seal(std::string run_id,
         auto current = p->get_summary(txn, run_id);
         if (!current) return current.error();
         if (!*current) return make_error(core::errc::unknown_run, "no run " + run_id);
-        auto seal = core::make_seal(**current, status, reason);
+        auto seal = core::make_seal(**current, status, reason, core::rfc3339(std::chrono::system_clock::now()));
         if (!seal) return seal.error();
         auto written = p->apply_append(txn, run_id, {*seal});
         if (!written) return written.error();
@@ -748,6 +755,31 @@ asio::awaitable<result<std::vector<core::pin>>> lmdb_store::async_pins() {
         }
         return out;
     });
+}
+
+asio::awaitable<result<std::size_t>> lmdb_store::async_remove_sealed(std::vector<std::string> run_ids) {
+    auto* p = impl_.get();
+    std::function<result<std::size_t>(MDB_txn*)> fn = [p, ids = std::move(run_ids)](MDB_txn* txn) -> result<std::size_t> {
+        detail::journal_tables const tables{p->records, p->runs, p->effects, p->admissions};
+        std::set<std::string> gone;
+        std::size_t records = 0;
+        for (auto const& id : ids) {
+            auto summary = p->get_summary(txn, id);
+            if (!summary) return summary.error();
+            if (!*summary) return make_error(core::errc::unknown_run, "no run " + id);
+            auto removed = detail::remove_sealed_run(txn, tables, **summary);
+            if (!removed) return removed.error();
+            records += *removed;
+            gone.insert(id);
+        }
+        if (auto a = detail::remove_admissions_of(txn, p->admissions, gone); !a) return a.error();
+        return records;
+    };
+    co_return co_await p->submit<std::size_t>(std::move(fn));
+}
+
+result<void> lmdb_store::copy_compacted(std::filesystem::path const& directory) const {
+    return detail::copy_compacted(impl_->env, directory);
 }
 
 void lmdb_store::close() { impl_->close(); }

@@ -34,6 +34,9 @@ struct lmdb_options {
     // Called on the committing thread after each group commit with the number of writes it held and the
     // time it took (fsyncs included), for metrics. Must be cheap and must not throw.
     std::function<void(std::size_t writes, std::chrono::steady_clock::duration took)> on_commit;
+    // Refuse to open ("journal_busy") while any other store has the journal open: for a compaction,
+    // which replaces the file. Otherwise the journal is shared, and only a compaction is kept out.
+    bool exclusive = false;
 };
 
 class lmdb_store final : public core::journal_store, public core::pin_store {
@@ -61,6 +64,15 @@ public:
         std::size_t map_size = 0;
     };
     map_use map_usage() const;
+
+    // Prunes: removes each of these sealed runs whole (records, index entry, effect entries, and
+    // the admissions that name it) in one transaction, so either all go or none. Refuses a run that
+    // is unknown or not sealed. Gives the number of records removed. Their pages are reused by
+    // later appends; only a compacting copy gives them back to the filesystem.
+    boost::asio::awaitable<core::result<std::size_t>> async_remove_sealed(std::vector<std::string> run_ids);
+    // A consistent copy of the journal as of one moment, made while appends go on, without free
+    // pages, into `directory` (created if missing; refused when it holds a journal already).
+    core::result<void> copy_compacted(std::filesystem::path const& directory) const;
 
     boost::asio::awaitable<core::result<std::vector<core::record>>> async_append(
         std::string run_id, std::vector<core::new_record> records) override;

@@ -1,6 +1,7 @@
 #include "store/memory_store.hpp"
 
 #include "core/journal_rules.hpp"
+#include "core/rfc3339.hpp"
 #include "core/secrets.hpp"
 
 #include <algorithm>
@@ -103,7 +104,7 @@ core::result<core::record> memory_store::seal(std::string const& run_id, std::st
     auto found = runs_.find(run_id);
     if (found == runs_.end()) return core::make_error(core::errc::unknown_run, "run '" + run_id + "' is not in the journal");
     // The head is read under the same lock as the append, so chain_head is the record the seal follows.
-    auto sealing = core::make_seal(found->second.summary, status, reason);
+    auto sealing = core::make_seal(found->second.summary, status, reason, core::rfc3339(std::chrono::system_clock::now()));
     if (!sealing) return sealing.error();
     auto appended = append_locked(run_id, {std::move(*sealing)});
     if (!appended) return appended.error();

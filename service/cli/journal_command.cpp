@@ -2,6 +2,7 @@
 
 #include "core/canonical_json.hpp"
 #include "core/journal.hpp"
+#include "service/cli/journal_upkeep.hpp"
 #include "service/cli/support.hpp"
 #include "store/lmdb_store.hpp"
 
@@ -13,11 +14,17 @@ namespace airlock::service {
 namespace {
 
 constexpr char journal_usage[] =
-    "usage: airlock journal <verify|show|export|import> [--journal DIR | --config FILE] ...\n"
+    "usage: airlock journal <verify|show|export|import|prune|backup|compact> [--journal DIR | --config FILE] ...\n"
     "  verify (--all | RUN)   check hash chains; names the first bad seq of each broken run\n"
     "  show RUN               one line per record: seq, kind, hash prefix, body\n"
     "  export RUN             the run's records as JSON lines (canonical JSON), to stdout\n"
+    "  export --all --to DIR  every run, one file each (DIR/RUN.jsonl)\n"
     "  import FILE            verify an exported run, then write it whole (refused whole if broken)\n"
+    "  prune (--sealed-before DATE | --older-than AGE) [--export-to DIR] [--dry-run]\n"
+    "                         remove sealed runs past retention (never running, awaiting approval or\n"
+    "                         quarantined ones), exported first with --export-to; journaled as a run\n"
+    "  backup DIR             a consistent, compacted copy, taken while airlock runs\n"
+    "  compact                return pruned space to the filesystem (airlock stopped)\n"
     "  --journal DIR          journal directory (default: var/journal)\n"
     "  --config FILE          take the journal from this configuration (journal.dir)\n";
 
@@ -117,6 +124,7 @@ int import_file(store::lmdb_store& s, std::string const& path) {
 }  // namespace
 
 int run_journal(std::vector<std::string> const& args) {
+    if (cli::is_journal_upkeep(args)) return cli::run_journal_upkeep(args);
     std::optional<std::string> dir, config_file;
     std::vector<std::string> pos;
     for (std::size_t i = 0; i < args.size(); ++i) {

@@ -38,7 +38,7 @@ std::optional<milliseconds> parse_duration(std::string_view text) {
     // 12 digits of hours still fits in 64 bits of milliseconds, but nobody means a timeout of
     // centuries; a cap keeps later arithmetic on deadlines from overflowing.
     constexpr std::uint64_t max_ms = std::uint64_t{10} * 365 * 24 * 3'600'000;
-    auto const n = scaled_count(text, 12, {{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}}, max_ms);
+    auto const n = scaled_count(text, 12, {{"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}}, max_ms);
     if (!n) return std::nullopt;
     return milliseconds(static_cast<milliseconds::rep>(*n));
 }

@@ -8,7 +8,7 @@
 
 namespace airlock::service {
 
-// "250ms", "30s", "5m" or "1h"; nullopt for anything else, a bare number included.
+// "250ms", "30s", "5m", "1h" or "30d"; nullopt for anything else, a bare number included.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 // "300us" or "2ms", up to `max`; nullopt for anything else, a bare number included.
 std::optional<std::chrono::microseconds> parse_short_duration(std::string_view text, std::chrono::microseconds max);
