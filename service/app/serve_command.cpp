@@ -357,6 +357,12 @@ int run_serve(std::vector<std::string> const& args) {
     mcp::spawn_logged(ioc.get_executor(), sc->gw->async_connect_upstreams(), "connect upstreams");
     // Agent runs a previous process admitted and did not finish go on from their journals.
     mcp::spawn_logged(ioc.get_executor(), async_resume_runs(sc->runs, sc->journal, sc->owner), "resume runs");
+    // journal.retention: sealed runs past it are pruned now and then, while serving.
+    std::shared_ptr<ops::journal_retention> retention;
+    if (c->journal_retention) {
+        retention = std::make_shared<ops::journal_retention>(ioc.get_executor(), sc->journal, *c->journal_retention);
+        retention->start();
+    }
     // The line tests and scripts wait for; it names the address actually bound (port 0 → a free one).
     auto const polling =
         c->server.busy_poll.count() > 0 ? ", busy poll: " + std::to_string(c->server.busy_poll.count()) + " us" : std::string();
@@ -365,7 +371,8 @@ int run_serve(std::vector<std::string> const& args) {
                  threads == 1 ? "" : "s", polling);
     if (a.hints.value_or(::isatty(STDOUT_FILENO) == 1)) std::cout << start_hints(*c, *where) << std::flush;
 
-    serve_shutdown stopping({ioc, server, life, sv, endpoint, sc->runs, c->server.drain_grace, oauth ? oauth->keys : nullptr});
+    serve_shutdown stopping({ioc, server, life, sv, endpoint, sc->runs, c->server.drain_grace, oauth ? oauth->keys : nullptr,
+                             retention});
     on_drain = [&stopping](int sig) { stopping.drain(sig); };
     on_stop_now = [&stopping](int sig) { stopping.stop_now(sig); };
 

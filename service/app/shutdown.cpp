@@ -89,6 +89,7 @@ void serve_shutdown::finish(std::chrono::milliseconds settle) {
     // runtime, a gateway run by the gateway): one admitted after the seals would stay running.
     p_.runs->stop();
     if (p_.key_refresh) p_.key_refresh->stop();
+    if (p_.retention) p_.retention->stop();
     p_.sv->backend->close_all_runs();
     p_.endpoint->shutdown();
     auto stop_loop = [&ioc](std::exception_ptr e) {

@@ -10,6 +10,7 @@
 #include "service/http/http_server.hpp"
 #include "service/http/oauth_keys.hpp"
 #include "service/mcp/streamable_http_endpoint.hpp"
+#include "service/ops/journal_retention.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -29,6 +30,7 @@ struct shutdown_parts {
     std::shared_ptr<runner> runs;
     std::chrono::milliseconds drain_grace;
     std::shared_ptr<oauth_keys> key_refresh;  // auth.oauth's key refresh; null without it
+    std::shared_ptr<ops::journal_retention> retention;  // journal.retention's pruning; null without it
 };
 
 // Lives as long as the loop runs (the signal handlers call it from the loop's threads).

@@ -2,6 +2,7 @@
 
 #include "core/rfc3339.hpp"
 #include "service/cli/support.hpp"
+#include "service/config/config.hpp"
 #include "service/config/durations.hpp"
 #include "service/ops/journal_prune.hpp"
 
@@ -17,8 +18,9 @@ constexpr char const* upkeep_usage =
     "usage: airlock journal <prune|backup|compact|export --all> [--journal DIR | --config FILE] ...\n"
     "  prune (--sealed-before DATE | --older-than AGE) [--export-to DIR] [--dry-run]\n"
     "                         remove sealed runs sealed before DATE (RFC 3339, or YYYY-MM-DD) or more\n"
-    "                         than AGE ago (30d, 12h); running, awaiting-approval and quarantined runs\n"
-    "                         stay. With --export-to, each run is first written to DIR/RUN.jsonl\n"
+    "                         than AGE ago (30d, 12h; with --config, journal.retention by default);\n"
+    "                         running, awaiting-approval and quarantined runs stay. With --export-to,\n"
+    "                         each run is first written to DIR/RUN.jsonl\n"
     "  backup DIR             a consistent, compacted copy of the journal, taken while airlock runs\n"
     "  compact                give the space of pruned runs back to the filesystem (airlock stopped)\n"
     "  export --all --to DIR  every run to DIR/RUN.jsonl (journal import takes each back)\n";
@@ -62,10 +64,21 @@ std::optional<upkeep_args> parse(std::vector<std::string> const& args) {
     return a;
 }
 
-// --sealed-before DATE or --older-than AGE as the instant before which runs go.
-std::optional<std::chrono::sys_seconds> cutoff(upkeep_args const& a) {
+// journal.retention of the --config file, as an --older-than; nullopt when there is none.
+std::optional<std::string> configured_retention(upkeep_args const& a) {
+    if (!a.config_file) return std::nullopt;
+    auto c = load_config(*a.config_file, process_environment());
+    if (!c || !c->journal_retention) return std::nullopt;
+    return format_duration(*c->journal_retention);
+}
+
+// --sealed-before DATE or --older-than AGE (by default journal.retention) as the instant before
+// which runs go.
+std::optional<std::chrono::sys_seconds> cutoff(upkeep_args a) {
+    if (!a.sealed_before && !a.older_than) a.older_than = configured_retention(a);
     if (a.sealed_before.has_value() == a.older_than.has_value()) {
-        std::cerr << "airlock journal prune: give --sealed-before DATE or --older-than AGE (one of them)\n";
+        std::cerr << "airlock journal prune: give --sealed-before DATE or --older-than AGE (one of them)"
+                  << (a.config_file ? ", or set journal.retention in " + *a.config_file : std::string()) << "\n";
         return std::nullopt;
     }
     if (a.sealed_before) {

@@ -221,6 +221,8 @@ struct config {
     std::filesystem::path base_dir;  // relative paths in the file are resolved against this
     server_config server;
     store::lmdb_options journal;  // directory defaults to <base_dir>/var/journal
+    // journal.retention: sealed runs are pruned once sealed this long ago; absent, runs are kept.
+    std::optional<std::chrono::milliseconds> journal_retention;
     std::optional<signing_config> signing;  // absent: calls are sent unsigned
     std::vector<upstream_config> upstreams;
     core::egress_allowlist egress;

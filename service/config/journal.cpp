@@ -4,9 +4,13 @@
 
 namespace airlock::service::config_detail {
 
-void read_journal(reader& r, YAML::Node const& n, store::lmdb_options& j) {
+void read_journal(reader& r, YAML::Node const& n, store::lmdb_options& j,
+                  std::optional<std::chrono::milliseconds>& retention) {
     std::string const p = "journal";
-    if (!r.mapping(n, p, {"dir", "map_size", "durability", "sync_interval", "max_batch"})) return;
+    if (!r.mapping(n, p, {"dir", "map_size", "durability", "sync_interval", "max_batch", "retention"})) return;
+    if (auto const v = n["retention"]) {
+        if (auto d = r.duration(v, p + ".retention", std::chrono::seconds(1))) retention = *d;
+    }
     if (auto const v = n["dir"]) {
         if (auto d = r.path(v, p + ".dir")) {
             std::error_code ec;

@@ -48,7 +48,8 @@ void print_server(std::ostream& o, config const& c) {
 void print_journal(std::ostream& o, config const& c) {
     o << "journal     " << c.journal.directory.string() << " ("
       << (c.journal.mode == store::durability::durable ? "durable" : "fast") << ", up to "
-      << size_text(c.journal.map_size) << ")\n";
+      << size_text(c.journal.map_size)
+      << (c.journal_retention ? ", sealed runs kept " + format_duration(*c.journal_retention) : std::string()) << ")\n";
     if (!c.signing) {
         o << "signing     off: calls are sent unsigned\n";
     } else if (!c.signing->signer) {

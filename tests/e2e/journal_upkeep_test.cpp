@@ -12,6 +12,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 using namespace airlock::testing;
@@ -198,4 +199,40 @@ TEST_CASE("journal prune on a journal an earlier airlock wrote: sealed runs go, 
     CHECK(all.exit_code == 0);
     CHECK_THAT(all.out, Catch::Contains("exported 2 runs"));
     CHECK(fs::exists(dir.path() / "all" / "01M8T3TMJS2W5KSA5Q5WVVMG2N.jsonl"));
+}
+
+TEST_CASE("journal.retention in a running airlock prunes the sealed runs past it and logs what went", "[e2e][journal]") {
+    gateway_deployment d(alice_token, "", "");
+    auto const live = (d.dir.path() / "journal").string();
+    {
+        serving s(d);  // no retention yet: the session's run is kept
+        call_sum(s.port, 1);
+    }
+    // Seal times are whole seconds: two seconds on, the stopped session's run is past a second.
+    std::this_thread::sleep_for(2100ms);
+    auto listed = journal({"prune", "--journal", live, "--older-than", "1s", "--dry-run"});
+    REQUIRE(listed.exit_code == 0);
+    INFO(listed.out << listed.err);
+    CHECK_THAT(listed.out, Catch::Contains("1 runs sealed before"));
+
+    // The same deployment with a retention of one second: airlock prunes at start and every second.
+    std::ifstream in(d.config);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    auto const at = text.find("journal: { dir: journal }");
+    REQUIRE(at != std::string::npos);
+    text.replace(at, 25, "journal: { dir: journal, retention: 1s }");
+    std::ofstream(d.config, std::ios::trunc) << text;
+
+    serving s(d);
+    auto line = s.airlock->wait_for_stderr_line("journal retention: pruned", 20s);
+    INFO(s.airlock->stderr_text());
+    REQUIRE(line.has_value());
+    CHECK_THAT(*line, Catch::Contains("pruned 1 runs"));
+    // The live session's calls are not touched while it runs.
+    call_sum(s.port, 2);
+    s.stop();
+    auto v = journal({"verify", "--all", "--journal", live});
+    INFO(v.out << v.err);
+    CHECK(v.exit_code == 0);
 }

@@ -286,6 +286,21 @@ TEST_CASE("journal settings map onto the LMDB store's options") {
     CHECK(c->journal.sync_interval == std::chrono::milliseconds(50));
 }
 
+TEST_CASE("journal.retention is an age in days, hours or less, at least a second; absent, runs are kept") {
+    workspace w;
+    auto kept = load_config(w.config("journal:\n  dir: /tmp/j\n"), test_env());
+    REQUIRE(kept);
+    CHECK_FALSE(kept->journal_retention.has_value());
+    auto month = load_config(w.config("journal:\n  retention: 30d\n"), test_env());
+    REQUIRE(month);
+    CHECK(month->journal_retention == std::chrono::hours(24 * 30));
+    auto bare = w.config("journal:\n  retention: 30\n");
+    CHECK(first_code(bare) == "invalid_duration");
+    CHECK_THAT(first_problem(bare), Catch::Contains("journal.retention"));
+    auto tiny = w.config("journal:\n  retention: 500ms\n");
+    CHECK_THAT(first_problem(tiny), Catch::Contains("journal.retention is 500ms; it must be at least 1s"));
+}
+
 // ── server ───────────────────────────────────────────────────────────────────────────────────
 
 TEST_CASE("server settings are read and map onto the HTTP server's options") {
