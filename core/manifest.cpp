@@ -30,10 +30,13 @@
 //                      "description": s, "requires_approval": b, "idempotent": b,
 //                      "protected_fields": [{"path": s, "require_trusted": b,
 //                                            "allowed_sources": [s], "max_sensitivity": null | s}],
-//                      "arguments": null | {...}}],
+//                      "arguments": null | {...}, "journal"?: "hash" | "omit"}],
 //           "execution": null | {"kind": "completion" | "tool-calling", "max_turns": n},
 //           "budgets": {"max_steps": null | n, "max_effects": null | n, "max_tokens": null | n,
 //                       "max_wallclock_secs": null | n}}}
+//
+// "journal" is written only when it is not "full" (spec.security.journal is folded into each grant),
+// so a manifest written before journal privacy existed keeps its digest.
 //
 // Tools keep their written order: it is the order a model is offered them in, which can change
 // what the model does, so reordering them is a change a reviewer should see in the digest.
@@ -146,7 +149,18 @@ struct source_notes {
     bool models_failed = false;    // spec.models was written but refused
     bool provides_failed = false;  // spec.capabilities was written but refused
     std::vector<std::size_t> grant_index;  // m.tools[i] was written at spec.tools[grant_index[i]]
+    journal_keep journal = journal_keep::full;  // spec.security.journal: each grant's default
 };
+
+std::optional<journal_keep> read_journal_keep(reader& r, YAML::Node const& n, std::string const& path) {
+    auto s = r.string(n, path);
+    if (!s) return std::nullopt;
+    if (*s == "full") return journal_keep::full;
+    if (*s == "hash") return journal_keep::hash;
+    if (*s == "omit") return journal_keep::omit;
+    r.fail("invalid_value", path + " is " + in_quotes(*s) + "; it must be full, hash or omit");
+    return std::nullopt;
+}
 
 std::optional<protected_field> read_protected_field(reader& r, YAML::Node const& n, std::string const& path) {
     if (!r.mapping(n, path, {"path", "require_trusted", "allowed_sources", "max_sensitivity"})) return std::nullopt;
@@ -198,9 +212,9 @@ std::optional<protected_field> read_protected_field(reader& r, YAML::Node const&
 // `ref` is set whenever the ref itself parsed, even if another field of the grant did not, so a
 // second grant of the same tool is reported either way.
 std::optional<tool_grant> read_grant(reader& r, YAML::Node const& n, std::string const& path,
-                                     std::optional<tool_id>& ref) {
+                                     std::optional<tool_id>& ref, journal_keep journal) {
     if (!r.mapping(n, path, {"ref", "mutates", "max_sensitivity", "description", "requires_approval", "idempotent",
-                             "protected_fields", "arguments"}))
+                             "protected_fields", "arguments", "journal"}))
         return std::nullopt;
     std::size_t before = r.problems.size();
 
@@ -261,6 +275,8 @@ std::optional<tool_grant> read_grant(reader& r, YAML::Node const& n, std::string
         }
     }
 
+    if (auto v = n["journal"]) journal = read_journal_keep(r, v, path + ".journal").value_or(journal);
+
     if (!ref || r.problems.size() != before) return std::nullopt;
     return tool_grant{.ref = *ref,
                       .mutates = mutates,
@@ -269,7 +285,8 @@ std::optional<tool_grant> read_grant(reader& r, YAML::Node const& n, std::string
                       .requires_approval = requires_approval,
                       .idempotent = idempotent,
                       .protected_fields = std::move(fields),
-                      .arguments = std::move(arguments)};
+                      .arguments = std::move(arguments),
+                      .journal = journal};
 }
 
 void read_metadata(reader& r, YAML::Node const& n, manifest& m) {
@@ -380,7 +397,7 @@ void read_tools(reader& r, YAML::Node const& n, manifest& m, source_notes& notes
     for (std::size_t i = 0; i < n.size(); ++i) {
         auto path = index_path("spec.tools", i);
         std::optional<tool_id> ref;
-        auto g = read_grant(r, n[i], path, ref);
+        auto g = read_grant(r, n[i], path, ref, notes.journal);
         if (ref) {
             auto earlier = std::find_if(refs.begin(), refs.end(), [&](auto const& e) { return e.first == *ref; });
             if (earlier != refs.end()) {
@@ -422,9 +439,10 @@ void read_spec(reader& r, YAML::Node const& n, manifest& m, source_notes& notes)
         read_models(r, v, m);
         notes.models_failed = r.problems.size() != before;
     }
-    if (auto v = n["security"]; v && r.mapping(v, "spec.security", {"max_sensitivity_egress"})) {
+    if (auto v = n["security"]; v && r.mapping(v, "spec.security", {"max_sensitivity_egress", "journal"})) {
         if (auto s = v["max_sensitivity_egress"])
             m.max_sensitivity_egress = r.sensitivity(s, "spec.security.max_sensitivity_egress");
+        if (auto j = v["journal"]) notes.journal = read_journal_keep(r, j, "spec.security.journal").value_or(notes.journal);
     }
     if (auto v = n["tools"]) read_tools(r, v, m, notes);
     if (auto v = n["execution"]) read_execution(r, v, m);
@@ -432,6 +450,20 @@ void read_spec(reader& r, YAML::Node const& n, manifest& m, source_notes& notes)
 }
 
 // ── rules that need more than one section ────────────────────────────────────────────────────
+
+// An agent run replays and resumes from its journal, which needs the values; journal privacy is
+// for the manifests of gateway principals, whose calls nobody replays.
+void check_replayable(reader& r, manifest const& m, source_notes const& notes) {
+    if (!m.execution && !m.privileged_model) return;
+    for (std::size_t k = 0; k < m.tools.size(); ++k) {
+        if (m.tools[k].journal == journal_keep::full) continue;
+        r.fail("invalid_value", index_path("spec.tools", notes.grant_index[k]) + ".journal is " +
+                                    std::string(to_string(m.tools[k].journal)) +
+                                    ", but this manifest is an agent's (it has a model or execution): an agent run "
+                                    "replays and resumes from the arguments and outputs its journal keeps, so its grants keep them "
+                                    "in full; hash and omit are for gateway principals' manifests");
+    }
+}
 
 void check_tool_calling(reader& r, manifest const& m, source_notes const& notes) {
     if (!m.execution || m.execution->kind != execution_kind::tool_calling) return;
@@ -555,6 +587,7 @@ std::pair<manifest, std::vector<error>> read_manifest(std::string_view yaml_text
     source_notes notes;
     read_spec(r, root["spec"], m, notes);
     check_tool_calling(r, m, notes);
+    check_replayable(r, m, notes);
     check_execution(r, m, notes);
     check_mentions(r, m, notes);
 
@@ -598,6 +631,15 @@ result<manifest> parse_manifest(std::string_view yaml_text) {
 
 std::vector<error> manifest_problems(std::string_view yaml_text) { return read_manifest(yaml_text).second; }
 
+std::string_view to_string(journal_keep k) noexcept {
+    switch (k) {
+        case journal_keep::hash: return "hash";
+        case journal_keep::omit: return "omit";
+        case journal_keep::full: break;
+    }
+    return "full";
+}
+
 boost::json::value to_json(manifest const& m) {
     boost::json::object metadata{{"name", m.name}, {"version", m.version}};
 
@@ -628,14 +670,16 @@ boost::json::value to_json(manifest const& m) {
                                                  {"allowed_sources", string_array(sources)},
                                                  {"max_sensitivity", optional_json(f.max_sensitivity)}});
         }
-        tools.push_back(boost::json::object{{"ref", g.ref.uri()},
-                                            {"mutates", g.mutates},
-                                            {"max_sensitivity", optional_json(g.max_sensitivity)},
-                                            {"description", g.description},
-                                            {"requires_approval", g.requires_approval},
-                                            {"idempotent", g.idempotent},
-                                            {"protected_fields", std::move(fields)},
-                                            {"arguments", g.arguments ? *g.arguments : boost::json::value(nullptr)}});
+        boost::json::object tool{{"ref", g.ref.uri()},
+                                 {"mutates", g.mutates},
+                                 {"max_sensitivity", optional_json(g.max_sensitivity)},
+                                 {"description", g.description},
+                                 {"requires_approval", g.requires_approval},
+                                 {"idempotent", g.idempotent},
+                                 {"protected_fields", std::move(fields)},
+                                 {"arguments", g.arguments ? *g.arguments : boost::json::value(nullptr)}};
+        if (g.journal != journal_keep::full) tool["journal"] = to_string(g.journal);
+        tools.push_back(std::move(tool));
     }
 
     boost::json::value execution = nullptr;

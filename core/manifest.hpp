@@ -22,6 +22,12 @@ struct protected_field {
     std::optional<sensitivity> max_sensitivity;
 };
 
+// What the journal keeps of a granted tool's arguments and outputs: `full` (the values), `hash`
+// (the SHA-256 of each value's canonical JSON, which provenance's args_sha256 also signs), or
+// `omit` (nothing but that there was a value). Only `full` can be replayed.
+enum class journal_keep { full, hash, omit };
+std::string_view to_string(journal_keep k) noexcept;
+
 struct tool_grant {
     tool_id ref;
     bool mutates = true;
@@ -33,6 +39,8 @@ struct tool_grant {
     // An argument schema written in the grant (`arguments:`). Parsed so that ToolBox::check_against
     // can refuse it by name: a typed tool derives its schema, and a second copy can only drift.
     std::optional<boost::json::value> arguments;
+    // `journal:` of the grant, else spec.security.journal, else full.
+    journal_keep journal = journal_keep::full;
 };
 
 struct identity_spec {

@@ -184,7 +184,7 @@ asio::awaitable<mcp::handler_result> call::async_send(planned_call const& plan, 
     bool const answered = finished && *finished;
     bool const is_error = answered && (*finished)->is_error.value_or(false);
     auto failed_kind = finished && !*finished ? std::optional(finished->error().kind) : std::nullopt;
-    auto done = finish_call(begun->effect_key, tool, std::move(finished), cancelled->seen);
+    auto done = finish_call(begun->effect_key, tool, std::move(finished), cancelled->seen, plan.keep);
     if (options_.metrics) options_.metrics->tool_call(tool.server(), tool.name(), done.metric_kind, call_took);
     // Never the arguments or the result: they may carry what the caller considers secret.
     spdlog::debug("call {} by {}: {} after {} ms", tool.uri(), p.name,

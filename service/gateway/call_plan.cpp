@@ -101,7 +101,7 @@ call_decision plan_call(gateway_principal const& p, call_request const& req,
         auto const& refusal = *decision.refusal();
         return denied(entry->id.uri(), refusal.reason, refusal.detail);
     }
-    return planned_call{entry, facts->name, facts->tool_destination, grant->mutates};
+    return planned_call{entry, facts->name, facts->tool_destination, grant->mutates, grant->journal};
 }
 
 core::new_record denial_record(call_refusal const& r) {
@@ -116,7 +116,7 @@ core::new_record started_record(std::string const& effect_key, planned_call cons
     started.effect_key = effect_key;
     started.target = core::effect_target::tool;
     started.tool = plan.entry->id.uri();
-    started.arguments = arguments;
+    started.arguments = kept_value(arguments, plan.keep);
     started.mutates = plan.mutates;
     started.provenance = core::to_json(prov);
     started.request_id = request_id;
@@ -125,7 +125,8 @@ core::new_record started_record(std::string const& effect_key, planned_call cons
 }
 
 finished_call finish_call(std::string const& effect_key, core::tool_id const& tool,
-                          std::optional<core::tool_result<mcp::call_tool_result>> finished, bool cancelled) {
+                          std::optional<core::tool_result<mcp::call_tool_result>> finished, bool cancelled,
+                          core::journal_keep keep) {
     core::tool_result<mcp::call_tool_result> outcome =
         finished ? std::move(*finished)
                  : core::tool_result<mcp::call_tool_result>(
@@ -138,7 +139,7 @@ finished_call finish_call(std::string const& effect_key, core::tool_id const& to
         if (auto meta = relayed_meta(outcome->meta)) out.result["_meta"] = std::move(*meta);
         core::effect_done done;
         done.effect_key = effect_key;
-        done.output = journaled_output(out.result);
+        done.output = keep == core::journal_keep::full ? journaled_output(out.result) : kept_value(out.result, keep);
         done.output_label = json::object{{"trust", "untrusted"}, {"sources", json::array{tool.uri()}}};
         out.record = {core::record_kind::effect_done, core::to_json(done)};
     } else {
@@ -203,6 +204,15 @@ json::value journaled_output(json::object const& result) {
     return json::object{{"omitted", "larger than a journal record"},
                         {"sha256", core::sha256_hex(*text)},
                         {"canonical_bytes", text->size()}};
+}
+
+json::value kept_value(json::value const& value, core::journal_keep keep) {
+    if (keep == core::journal_keep::full) return value;
+    if (keep == core::journal_keep::omit) return json::object{{"kept", "omit"}};
+    auto text = core::canonical(value);
+    // A value the door let in always has a canonical form; were it not so, nothing is kept rather than a guess.
+    if (!text) return json::object{{"kept", "omit"}, {"why", text.error().message}};
+    return json::object{{"kept", "hash"}, {"sha256", core::sha256_hex(*text)}, {"canonical_bytes", text->size()}};
 }
 
 }  // namespace airlock::service

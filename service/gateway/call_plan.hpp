@@ -55,6 +55,7 @@ struct planned_call {
     std::string upstream;
     core::destination destination;
     bool mutates = false;
+    core::journal_keep keep = core::journal_keep::full;  // the grant's journal: full, hash or omit
 };
 
 // A refused call. denied: journaled as policy_denied, answered not_permitted_text. unreachable:
@@ -101,7 +102,8 @@ struct finished_call {
 // `outcome` nullopt: the caller cancelled before the call finished (`cancelled` says whether its
 // cancellation reached the call at all).
 finished_call finish_call(std::string const& effect_key, core::tool_id const& tool,
-                          std::optional<core::tool_result<mcp::call_tool_result>> outcome, bool cancelled);
+                          std::optional<core::tool_result<mcp::call_tool_result>> outcome, bool cancelled,
+                          core::journal_keep keep = core::journal_keep::full);
 
 // A result the caller reads as a refusal: one text block, isError.
 boost::json::object refusal_result(std::string_view text);
@@ -114,5 +116,10 @@ std::optional<boost::json::object> relayed_meta(std::optional<boost::json::objec
 
 // What effect_done keeps of a result: the result, or its SHA-256 and size when it would not fit.
 boost::json::value journaled_output(boost::json::object const& result);
+
+// What the journal keeps of a value under a grant's `journal:`: the value (full); a stand-in
+// {"kept": "hash", "sha256", "canonical_bytes"} of its RFC 8785 form (hash, the digest provenance's
+// args_sha256 signs for arguments); or {"kept": "omit"}.
+boost::json::value kept_value(boost::json::value const& value, core::journal_keep keep);
 
 }  // namespace airlock::service

@@ -839,3 +839,60 @@ TEST_CASE("manifest_problems is empty for a manifest that parses") {
     CHECK(manifest_problems(teller_yaml).empty());
     CHECK(manifest_problems(clerk_yaml).empty());
 }
+
+// ── journal privacy ───────────────────────────────────────────────────────────────────────────
+
+namespace {
+// A gateway principal's manifest: no model, no execution.
+constexpr std::string_view desk_yaml = R"yaml(apiVersion: airlock/v1
+kind: Agent
+metadata: { name: desk, version: "1" }
+spec:
+  tools:
+    - ref: tool://fs/read
+      mutates: false
+    - ref: tool://fs/write
+  budgets: {}
+)yaml";
+}  // namespace
+
+TEST_CASE("journal: a grant keeps full values by default, or says hash or omit; spec.security.journal is each grant's default") {
+    auto plain = parsed(desk_yaml);
+    CHECK(plain.tools[0].journal == journal_keep::full);
+    CHECK(plain.tools[1].journal == journal_keep::full);
+
+    auto one = parsed(edit(desk_yaml, "      mutates: false\n", "      mutates: false\n      journal: hash\n"));
+    CHECK(one.tools[0].journal == journal_keep::hash);
+    CHECK(one.tools[1].journal == journal_keep::full);
+
+    auto all = parsed(edit(edit(desk_yaml, "spec:\n", "spec:\n  security: { journal: omit }\n"), "      mutates: false\n",
+                           "      mutates: false\n      journal: full\n"));
+    CHECK(all.tools[0].journal == journal_keep::full);  // the grant's own word wins
+    CHECK(all.tools[1].journal == journal_keep::omit);
+}
+
+TEST_CASE("journal: the digest covers it, and a manifest that does not use it keeps the digest it had") {
+    auto const plain = digest_of(desk_yaml);
+    auto const spelled_full = digest_of(edit(desk_yaml, "      mutates: false\n", "      mutates: false\n      journal: full\n"));
+    CHECK(spelled_full == plain);
+    auto const hashed = digest_of(edit(desk_yaml, "      mutates: false\n", "      mutates: false\n      journal: hash\n"));
+    CHECK(hashed != plain);
+    // The same meaning written through the spec-wide default digests the same.
+    auto const by_default = digest_of(edit(edit(desk_yaml, "spec:\n", "spec:\n  security: { journal: hash }\n"),
+                                           "    - ref: tool://fs/write\n", "    - ref: tool://fs/write\n      journal: full\n"));
+    CHECK(by_default == hashed);
+    // Manifests written before journal privacy existed keep their digests (the seed's TELLER).
+    CHECK(to_json(parsed(desk_yaml)).at("spec").at("tools").at(0).as_object().if_contains("journal") == nullptr);
+}
+
+TEST_CASE("journal: a value that is not full, hash or omit is refused naming the field; an agent's grants stay full") {
+    CHECK(refused_with(edit(desk_yaml, "      mutates: false\n", "      mutates: false\n      journal: sha256\n"),
+                       "invalid_value", "spec.tools[0].journal is \"sha256\"; it must be full, hash or omit"));
+    CHECK(refused_with(edit(desk_yaml, "spec:\n", "spec:\n  security: { journal: none }\n"), "invalid_value",
+                       "spec.security.journal"));
+    // clerk_yaml runs as an agent (a model, tool-calling): replay needs the values.
+    auto agent = edit(clerk_yaml, "      description: Post an amount.\n", "      description: Post an amount.\n      journal: hash\n");
+    auto e = refusal_of(agent);
+    CHECK(e.code == "invalid_value");
+    CHECK_THAT(e.message, Catch::Contains("spec.tools[1].journal is hash, but this manifest is an agent's"));
+}
