@@ -138,9 +138,9 @@ template <class Metric>
 family<Metric>::family(std::string name, std::string help, std::vector<std::string> labels, std::size_t max_series,
                        std::vector<double> bounds)
     : family_base(std::move(name), std::move(help), std::move(labels),
-                  std::is_same_v<Metric, counter> ? metric_type::counter
-                  : std::is_same_v<Metric, gauge> ? metric_type::gauge
-                                                  : metric_type::histogram),
+                  std::is_same_v<Metric, counter> || std::is_same_v<Metric, sampled_counter> ? metric_type::counter
+                  : std::is_same_v<Metric, gauge> || std::is_same_v<Metric, sampled_gauge> ? metric_type::gauge
+                                                                                            : metric_type::histogram),
       bounds_(std::move(bounds)),
       max_series_(std::max<std::size_t>(max_series, 1)) {
     std::size_t slots = std::bit_ceil(max_series_ * 2);
@@ -209,6 +209,8 @@ void family<Metric>::render_series(std::string& out) const {
             auto labels = label_block(labels_, s.values);
             out += name_ + "_sum" + labels + " " + format_value(snap.sum) + "\n";
             out += name_ + "_count" + labels + " " + std::to_string(snap.cumulative.back()) + "\n";
+        } else if constexpr (std::is_base_of_v<sampled, Metric>) {
+            out += name_ + label_block(labels_, s.values) + " " + format_value(s.metric.value()) + "\n";
         } else {
             out += name_ + label_block(labels_, s.values) + " " + std::to_string(s.metric.value()) + "\n";
         }
@@ -218,6 +220,8 @@ void family<Metric>::render_series(std::string& out) const {
 template class family<counter>;
 template class family<gauge>;
 template class family<histogram>;
+template class family<sampled_counter>;
+template class family<sampled_gauge>;
 
 // ---------------------------------------------------------------- registry
 
@@ -257,6 +261,15 @@ family<histogram>& registry::add_histogram(std::string name, std::string help, s
     if (!std::is_sorted(bounds.begin(), bounds.end()) || std::adjacent_find(bounds.begin(), bounds.end()) != bounds.end())
         throw std::invalid_argument(name + ": histogram bounds must be strictly ascending");
     return add<histogram>(std::move(name), std::move(help), std::move(labels), max_series, std::move(bounds));
+}
+
+family<sampled_counter>& registry::add_sampled_counter(std::string name, std::string help,
+                                                       std::vector<std::string> labels) {
+    return add<sampled_counter>(std::move(name), std::move(help), std::move(labels), 1000, {});
+}
+
+family<sampled_gauge>& registry::add_sampled_gauge(std::string name, std::string help, std::vector<std::string> labels) {
+    return add<sampled_gauge>(std::move(name), std::move(help), std::move(labels), 1000, {});
 }
 
 std::string registry::render() const {

@@ -38,6 +38,20 @@ private:
     std::atomic<std::int64_t> value_{0};
 };
 
+// A value whose truth is kept elsewhere (the kernel's count of CPU seconds, a file's size), read
+// when a scrape comes and set whole: a double, never added to. sampled_counter is for a value that
+// only grows (TYPE counter), sampled_gauge for one that may also fall.
+class sampled {
+public:
+    void set(double v) noexcept { value_.store(v, std::memory_order_relaxed); }
+    double value() const noexcept { return value_.load(std::memory_order_relaxed); }
+
+private:
+    std::atomic<double> value_{0};
+};
+class sampled_counter final : public sampled {};
+class sampled_gauge final : public sampled {};
+
 // Buckets with fixed upper bounds (ascending, +Inf implied).
 class histogram {
 public:
@@ -125,6 +139,9 @@ public:
                              std::size_t max_series = 1000);
     family<histogram>& add_histogram(std::string name, std::string help, std::vector<std::string> labels,
                                      std::vector<double> bounds, std::size_t max_series = 1000);
+    family<sampled_counter>& add_sampled_counter(std::string name, std::string help,
+                                                 std::vector<std::string> labels = {});
+    family<sampled_gauge>& add_sampled_gauge(std::string name, std::string help, std::vector<std::string> labels = {});
 
     // Every family, in registration order, as a text exposition (Content-Type text/plain; version=0.0.4).
     std::string render() const;

@@ -576,7 +576,12 @@ lmdb_store::map_use lmdb_store::map_usage() const {
     MDB_envinfo info{};
     MDB_stat st{};
     if (mdb_env_info(impl_->env, &info) != 0 || mdb_env_stat(impl_->env, &st) != 0) return {};
-    return {(static_cast<std::size_t>(info.me_last_pgno) + 1) * st.ms_psize, info.me_mapsize};
+    // The file grows as pages past the high-water mark are first written (the map is not written
+    // through, so the file is not the map's size), and never shrinks: pages freed by a deletion
+    // are reused inside it. Only a compacting copy gives space back.
+    std::error_code ec;
+    auto file = std::filesystem::file_size(impl_->options.directory / "data.mdb", ec);
+    return {(static_cast<std::size_t>(info.me_last_pgno) + 1) * st.ms_psize, info.me_mapsize, ec ? 0 : file};
 }
 
 namespace {

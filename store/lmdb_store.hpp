@@ -62,6 +62,7 @@ public:
     struct map_use {
         std::size_t used_bytes = 0;  // LMDB's high-water mark of pages used, pages freed for reuse included
         std::size_t map_size = 0;
+        std::uintmax_t file_bytes = 0;  // the size of the data file (data.mdb) on disk
     };
     map_use map_usage() const;
 

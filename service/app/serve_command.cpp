@@ -256,6 +256,7 @@ void sample_gauges(airlock_metrics& metrics, http_server& server, std::shared_pt
             auto use = j->map_usage();
             m.journal_map_used.with({}).set(static_cast<std::int64_t>(use.used_bytes));
             m.journal_map_size.with({}).set(static_cast<std::int64_t>(use.map_size));
+            m.journal_file_bytes.with({}).set(static_cast<std::int64_t>(use.file_bytes));
         }
     });
 }

@@ -5,6 +5,9 @@
 #include "core/tool.hpp"
 
 #include <openssl/crypto.h>
+#include <spdlog/spdlog.h>
+
+#include <set>
 
 namespace airlock::service {
 
@@ -62,8 +65,29 @@ airlock_metrics::airlock_metrics(std::string version)
       journal_map_used(registry.add_gauge("airlock_journal_map_used_bytes",
                                           "Bytes of its map the journal has used; appends fail once it reaches the map size.")),
       journal_map_size(registry.add_gauge("airlock_journal_map_size_bytes", "The journal's map size (journal.map_size), in bytes.")),
-      build_info(registry.add_gauge("airlock_build_info", "Always 1; the version of this airlock.", {"version"})) {
+      journal_file_bytes(registry.add_gauge("airlock_journal_file_bytes",
+                                            "The size of the journal's data file on disk, in bytes.")),
+      build_info(registry.add_gauge("airlock_build_info", "Always 1; the version of this airlock.", {"version"})),
+      process_cpu_seconds(registry.add_sampled_counter("process_cpu_seconds_total",
+                                                       "CPU time this process has used, in user mode and in the kernel, in seconds.")),
+      process_start_time(registry.add_sampled_gauge("process_start_time_seconds",
+                                                    "When this process started, in seconds since the Unix epoch.")),
+      process_resident_memory(registry.add_gauge("process_resident_memory_bytes", "Memory of this process resident in RAM, in bytes.")),
+      process_virtual_memory(registry.add_gauge("process_virtual_memory_bytes", "The size of this process's virtual address space, in bytes.")),
+      process_open_fds(registry.add_gauge("process_open_fds", "File descriptors this process holds open.")),
+      process_max_fds(registry.add_gauge("process_max_fds", "The most file descriptors this process may hold open (its soft limit).")) {
     build_info.with({version}).set(1);
+    // Registered here rather than by the composition root, so no airlock that serves /metrics lacks
+    // them. A /proc file that fails is told once per file: scrapes come every few seconds, and a
+    // file that cannot be read or parsed once will not be the next time either.
+    on_scrape([told = std::set<std::string>()](airlock_metrics& m) mutable {
+        auto sample = sample_process();
+        for (auto const& p : sample.problems)
+            if (told.insert(p.source).second)
+                spdlog::warn("metrics: {} {}; the process_* metrics it gives keep their last reading", p.source,
+                             p.message);
+        m.record_process(sample);
+    });
     // Every reason present from the start: a dashboard shows 0, not "no data", before the first refusal.
     for (auto r : {core::deny_reason::not_granted, core::deny_reason::egress_ceiling, core::deny_reason::tainted_mutation,
                    core::deny_reason::protected_field_missing, core::deny_reason::protected_field_untrusted,
@@ -81,6 +105,18 @@ void airlock_metrics::tool_call(std::string_view server, std::string_view tool, 
 void airlock_metrics::journal_commit(std::size_t appends, std::chrono::steady_clock::duration took) {
     journal_batch_size.with({}).observe(static_cast<double>(appends));
     journal_commit_duration.with({}).observe(seconds(took));
+}
+
+void airlock_metrics::record_process(process_sample const& sample) {
+    auto set = [](core::metrics::family<core::metrics::gauge>& f, std::optional<std::uint64_t> v) {
+        if (v) f.with({}).set(static_cast<std::int64_t>(*v));
+    };
+    if (sample.cpu_seconds) process_cpu_seconds.with({}).set(*sample.cpu_seconds);
+    if (sample.start_time_seconds) process_start_time.with({}).set(*sample.start_time_seconds);
+    set(process_resident_memory, sample.resident_bytes);
+    set(process_virtual_memory, sample.virtual_bytes);
+    set(process_open_fds, sample.open_fds);
+    set(process_max_fds, sample.max_fds);
 }
 
 void airlock_metrics::on_scrape(std::function<void(airlock_metrics&)> sampler) {

@@ -4,6 +4,7 @@
 
 #include "core/metrics.hpp"
 #include "service/http/http_server.hpp"
+#include "service/ops/process_stats.hpp"
 
 #include <chrono>
 #include <functional>
@@ -40,13 +41,23 @@ public:
     core::metrics::family<core::metrics::gauge>& upstream_up;            // upstream
     core::metrics::family<core::metrics::gauge>& journal_map_used;       // bytes of the map the journal has used
     core::metrics::family<core::metrics::gauge>& journal_map_size;       // the map's size in bytes (journal.map_size)
+    core::metrics::family<core::metrics::gauge>& journal_file_bytes;     // the size of the journal's data file
     core::metrics::family<core::metrics::gauge>& build_info;             // version
+    // The standard process_* metrics of every Prometheus client, read from /proc at each scrape.
+    core::metrics::family<core::metrics::sampled_counter>& process_cpu_seconds;
+    core::metrics::family<core::metrics::sampled_gauge>& process_start_time;
+    core::metrics::family<core::metrics::gauge>& process_resident_memory;
+    core::metrics::family<core::metrics::gauge>& process_virtual_memory;
+    core::metrics::family<core::metrics::gauge>& process_open_fds;
+    core::metrics::family<core::metrics::gauge>& process_max_fds;
 
     // Records one tools/call: `outcome` is "ok" or core::to_string(tool_error_kind).
     void tool_call(std::string_view server, std::string_view tool, std::string_view outcome,
                    std::chrono::steady_clock::duration took);
     // Records one group commit of the journal writer.
     void journal_commit(std::size_t appends, std::chrono::steady_clock::duration took);
+    // Sets the process_* metrics to what a sample read; what it lacks keeps its last reading.
+    void record_process(process_sample const& sample);
 
     // Runs before each scrape renders, to sample gauges whose truth lives elsewhere (connections,
     // sessions, upstream state). Register them before serving.

@@ -1,5 +1,12 @@
 // The OpenAPI 3.1 document of the REST API. A test walks it against rest_api::routes() in both
-// directions, so a route cannot be added or removed without this document following.
+// directions, so a route cannot be added or removed without this document following, and an
+// end-to-end test has a real validator read it as airlock serves it.
+//
+// Its one server is "/": a relative URL, resolved against the document's own address. Behind a
+// reverse proxy that is the proxy's scheme, host and port, with nothing to configure and no
+// X-Forwarded-Host to believe; built from the request's Host instead, it would name the address
+// airlock listens on, which the client may not reach. airlock is served at the root of its host
+// (the OAuth resource metadata lives at /.well-known/ there too), so "/" is where /v1 hangs.
 
 #include "service/rest/rest_api.hpp"
 
@@ -17,12 +24,14 @@ constexpr char const* openapi_text = R"json({
     "version": "1",
     "description": "Start, inspect, cancel, replay and verify agent runs; answer approval requests; list agents and tools. Every error is an RFC 9457 problem document (application/problem+json) whose errors name the field at fault."
   },
+  "servers": [{"url": "/", "description": "Relative to where this document was fetched from, so it names the address the client used, a reverse proxy's included"}],
   "security": [{"bearer": []}],
   "paths": {
     "/v1/openapi.json": {
-      "get": {"summary": "This document", "operationId": "getOpenapi",
+      "get": {"summary": "This document; served without a token (it discloses nothing)", "operationId": "getOpenapi",
+        "security": [],
         "responses": {"200": {"description": "The OpenAPI document", "content": {"application/json": {"schema": {"type": "object"}}}},
-                      "401": {"$ref": "#/components/responses/Problem"}}}
+                      "400": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"}}}
     },
     "/v1/runs": {
       "get": {

@@ -26,11 +26,14 @@ struct route {
     http::verb method;
     std::string_view path;  // segments; "{x}" captures one
     rest_routes::route_handler handler;
+    // false: served without a token (the door still judges Host and Origin). Only what discloses
+    // nothing about runs, agents or tools may be: today the OpenAPI document alone.
+    bool needs_token = true;
 };
 
 // The one table of routes: the dispatcher and the OpenAPI check both read it.
 constexpr route route_table[] = {
-    {http::verb::get, "/v1/openapi.json", async_openapi},
+    {http::verb::get, "/v1/openapi.json", async_openapi, false},
     {http::verb::get, "/v1/runs", rest_routes::async_list_runs},
     {http::verb::post, "/v1/runs", rest_routes::async_start_run},
     {http::verb::get, "/v1/runs/{id}", rest_routes::async_get_run},
@@ -103,6 +106,15 @@ std::string allowed_methods(std::vector<std::string> const& segments) {
     return out;
 }
 
+// (method, path template) of the routes, or of those served without a token.
+std::vector<std::pair<std::string, std::string>> listed_routes(bool open_only) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (auto const& r : route_table)
+        if (!open_only || !r.needs_token)
+            out.emplace_back(std::string(http::to_string(r.method)), std::string(r.path));
+    return out;
+}
+
 // The door's refusal as a problem document. The words are /v1's own where they always were.
 http_response refusal_problem(door_refusal const& r, unsigned version) {
     bool const host = r.kind == door_refusal_kind::host_missing || r.kind == door_refusal_kind::host_not_allowed;
@@ -130,11 +142,9 @@ void rest_api::set_door(std::vector<std::string> allowed_hosts, std::vector<std:
 
 bool rest_api::owns(std::string_view path) noexcept { return path == "/v1" || path.starts_with("/v1/"); }
 
-std::vector<std::pair<std::string, std::string>> rest_api::routes() {
-    std::vector<std::pair<std::string, std::string>> out;
-    for (auto const& r : route_table) out.emplace_back(std::string(http::to_string(r.method)), std::string(r.path));
-    return out;
-}
+std::vector<std::pair<std::string, std::string>> rest_api::routes() { return listed_routes(false); }
+
+std::vector<std::pair<std::string, std::string>> rest_api::open_routes() { return listed_routes(true); }
 
 asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
     auto res = co_await async_route(req);
@@ -148,15 +158,29 @@ asio::awaitable<http_response> rest_api::async_handle(http_request& req) {
 // OPTIONS request is one more method its routes do not take.
 asio::awaitable<std::variant<std::string, http_response>> rest_api::async_pass_door(http_request& req) {
     auto verdict = co_await service::async_pass_door(door_, read_door_request(req));
-    if (auto* refused = std::get_if<door_refusal>(&verdict)) {
-        if (refused->log)
-            if (auto more = door_log_.admit(refused->log_key)) spdlog::warn("rest: {}{}", refused->log_message, *more);
-        co_return refusal_problem(*refused, req.version());
-    }
+    if (auto* refused = std::get_if<door_refusal>(&verdict)) co_return refuse(*refused, req.version());
     auto const& admitted = std::get<door_admitted>(verdict);  // a policy without preflights never answers one
     if (admitted.anonymous) co_return options_.anonymous_principal ? options_.anonymous_principal() : std::string();
     note_principal(req, admitted.principal);
     co_return admitted.principal;
+}
+
+// A route served without a token: Host and Origin as for any other (a page elsewhere has no more
+// business reading it than the rest), and a token in the URL is refused all the same, since it has
+// leaked into logs whatever this route does with it. A token in the header is not looked at.
+std::variant<std::string, http_response> rest_api::pass_open_door(http_request const& req) {
+    auto const door_req = read_door_request(req);
+    auto refused = check_host_origin(door_, door_req);
+    if (!refused && door_req.token_in_query) refused = std::get<door_refusal>(check_credentials(door_, door_req));
+    if (!refused) return std::string();
+    return refuse(*refused, req.version());
+}
+
+// Logged (throttled per client address) when it is a refusal a client can repeat in a loop.
+http_response rest_api::refuse(door_refusal const& r, unsigned version) {
+    if (r.log)
+        if (auto more = door_log_.admit(r.log_key)) spdlog::warn("rest: {}{}", r.log_message, *more);
+    return refusal_problem(r, version);
 }
 
 asio::awaitable<http_response> rest_api::async_route(http_request& req) {
@@ -173,8 +197,13 @@ asio::awaitable<http_response> rest_api::async_route(http_request& req) {
     auto m = parsed ? match(req.method(), segments) : matched{};
     if (m.r) note_route(req, m.r->path);  // the template, so metrics and logs name the route, not the path
 
-    // The door answers first: Host, Origin, then the bearer token, by the same rules as at /mcp.
-    auto who = co_await async_pass_door(req);
+    // The door answers first: Host, Origin, then the bearer token where the route needs one, by the
+    // same rules as at /mcp.
+    std::variant<std::string, http_response> who;
+    if (m.r && !m.r->needs_token)
+        who = pass_open_door(req);
+    else
+        who = co_await async_pass_door(req);
     if (auto* refused = std::get_if<http_response>(&who)) co_return std::move(*refused);
 
     if (!parsed) co_return problem(errc::bad_request, "the request target is not a valid path", {}, version);

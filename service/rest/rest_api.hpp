@@ -115,7 +115,10 @@ public:
     // (method, path template) of every route, e.g. {"GET", "/v1/runs/{id}"}: what the OpenAPI
     // document must describe.
     static std::vector<std::pair<std::string, std::string>> routes();
-    // The OpenAPI 3.1 document served at /v1/openapi.json.
+    // The same for the routes served without a token (the document says `security: []` for them).
+    static std::vector<std::pair<std::string, std::string>> open_routes();
+    // The OpenAPI 3.1 document served at /v1/openapi.json, to anyone the door's Host and Origin
+    // checks admit. Its server is "/", relative to wherever the document was fetched from.
     static boost::json::object openapi();
 
 private:
@@ -123,6 +126,10 @@ private:
     boost::asio::awaitable<http_response> async_route(http_request& req);
     // The principal the request is served as, or the problem to answer.
     boost::asio::awaitable<std::variant<std::string, http_response>> async_pass_door(http_request& req);
+    // The same for a route served without a token: "" (nobody), or the problem to answer.
+    std::variant<std::string, http_response> pass_open_door(http_request const& req);
+    // The problem answering a refusal at the door, logged when the refusal asks to be.
+    http_response refuse(door_refusal const& r, unsigned version);
 
     rest_api_options options_;
     door_policy door_;

@@ -28,6 +28,19 @@ TEST_CASE("an unlabelled metric is present at zero before anything is recorded")
     CHECK(r.render() == "# HELP airlock_sessions Open sessions.\n# TYPE airlock_sessions gauge\nairlock_sessions 0\n");
 }
 
+TEST_CASE("a sampled value renders as the counter or gauge it is, fractions kept") {
+    registry r;
+    r.add_sampled_counter("process_cpu_seconds_total", "CPU seconds.").with({}).set(1.25);
+    auto& start = r.add_sampled_gauge("process_start_time_seconds", "Start time.");
+    start.with({}).set(1764756000.5);
+    start.with({}).set(1764756001.75);  // set whole: the last reading is what a scrape shows
+    CHECK(r.render() ==
+          "# HELP process_cpu_seconds_total CPU seconds.\n# TYPE process_cpu_seconds_total counter\n"
+          "process_cpu_seconds_total 1.25\n"
+          "# HELP process_start_time_seconds Start time.\n# TYPE process_start_time_seconds gauge\n"
+          "process_start_time_seconds 1764756001.75\n");
+}
+
 TEST_CASE("a histogram renders cumulative buckets, +Inf, sum and count") {
     registry r;
     auto& h = r.add_histogram("airlock_latency_seconds", "Latency.", {"route"}, {0.125, 1});

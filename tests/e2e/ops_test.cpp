@@ -202,6 +202,49 @@ TEST_CASE("while the journal's map is full readyz is 503 naming map_full, the lo
     CHECK(err.find("store.map_size") == std::string::npos);
 }
 
+TEST_CASE("metrics show the process as the kernel sees it, and the journal's file growing with calls") {
+    deployment d;
+    auto const now = [] {
+        return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    };
+    auto const spawned = now();
+    child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});
+    auto port = wait_listening(airlock);
+    REQUIRE(readyz_until(port, 200).status == 200);
+
+    auto first = http_get(port, "/metrics");
+    REQUIRE(first.status == 200);
+    auto const& m = first.body;
+    INFO(m);
+    CHECK_THAT(m, Catch::Contains("# TYPE process_cpu_seconds_total counter\n"));
+    CHECK_THAT(m, Catch::Contains("# TYPE process_start_time_seconds gauge\n"));
+    // The boot time is whole seconds, and the wall clock drifts from it as NTP steers it (here by
+    // nearly two seconds after a few hours up): a minute either way. Ticks taken for seconds, or
+    // the boot time left out, would be off by hours or by decades.
+    auto const started = sample(m, "process_start_time_seconds");
+    CHECK(started >= spawned - 60);
+    CHECK(started <= now() + 60);
+    CHECK(started > now() - 3600);
+    CHECK(sample(m, "process_cpu_seconds_total") >= 0);
+    CHECK(sample(m, "process_resident_memory_bytes") > 1024 * 1024);
+    CHECK(sample(m, "process_virtual_memory_bytes") >= sample(m, "process_resident_memory_bytes"));
+    // The listener, the journal's files, the upstream's pipes, the scrape's own connection.
+    CHECK(sample(m, "process_open_fds") > 5);
+    CHECK(sample(m, "process_max_fds") >= sample(m, "process_open_fds"));
+    auto const file_before = sample(m, "airlock_journal_file_bytes");
+    CHECK(file_before > 0);
+    CHECK(file_before == static_cast<double>(std::filesystem::file_size(d.dir.path() / "journal" / "data.mdb")));
+
+    // 40 calls of 16 KiB each are journaled (arguments and output): more than the pages LMDB had free.
+    std::string const call = R"("name":"everything__echo","arguments":{"message":")" + std::string(16 * 1024, 'j') + R"("},)";
+    for (int i = 0; i < 40; ++i) REQUIRE(modern_post(port, alice_token, "tools/call", "everything__echo", call).status == 200);
+    auto after = http_get(port, "/metrics").body;
+    CHECK(sample(after, "airlock_journal_file_bytes") >= file_before + 40 * 16 * 1024);
+    CHECK(sample(after, "airlock_journal_file_bytes") <= sample(after, "airlock_journal_map_used_bytes"));
+    CHECK(sample(after, "process_cpu_seconds_total") >= sample(m, "process_cpu_seconds_total"));
+    CHECK(sample(after, "process_start_time_seconds") == sample(m, "process_start_time_seconds"));
+}
+
 TEST_CASE("readyz is 503 naming the journal's fault while its file cannot grow, and ready again once it can") {
     deployment d;
     child_process airlock({AIRLOCK_BINARY, "serve", "--config", d.config.string(), "--listen", "127.0.0.1:0"});

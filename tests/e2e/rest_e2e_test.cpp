@@ -1,6 +1,7 @@
 // The REST API as a user meets it: `airlock serve` (the real binary) with the TELLER example agent,
 // the example ledger MCP server over stdio and the scripted model; runs started, waited for,
-// listed, read back, replayed and verified over HTTP.
+// listed, read back, replayed and verified over HTTP; its OpenAPI document read without a token
+// and held valid by a real OpenAPI validator.
 #include "tests/support/child_process.hpp"
 #include "tests/support/http_get.hpp"
 #include "tests/support/listed_runs.hpp"
@@ -9,6 +10,7 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -94,7 +96,64 @@ json::object parsed(raw_response const& r) {
     return v.as_object();
 }
 
+// tests/fixtures/openapi/validate.mjs on a document written to `file`: @apidevtools/swagger-parser.
+command_result validate_openapi(fs::path const& file) {
+    return run_command({peers::node(), source("tests/fixtures/openapi/validate.mjs"), file.string()});
+}
+
 }  // namespace
+
+TEST_CASE("REST end to end: the OpenAPI document is served without a token, and a real validator accepts it",
+          "[rest][e2e]") {
+    served_teller s;
+    auto const here = "127.0.0.1:" + std::to_string(s.port);
+    auto served = raw_http(s.port, "GET /v1/openapi.json HTTP/1.1\r\nHost: " + here + "\r\nConnection: close\r\n\r\n");
+    INFO(served.head << served.body);
+    REQUIRE(served.status == 200);
+    CHECK_THAT(served.head, Catch::Contains("Content-Type: application/json"));
+    auto doc = parsed(served);
+
+    auto file = s.dir.path() / "openapi.json";
+    std::ofstream(file) << served.body;
+    auto valid = validate_openapi(file);
+    INFO(valid.out << valid.err);
+    REQUIRE(valid.exit_code == 0);
+    auto verdict = json::parse(valid.out).as_object();
+    CHECK(verdict.at("valid") == true);
+    CHECK(verdict.at("openapi") == "3.1.0");
+    std::int64_t operations = 0;
+    for (auto const& [path, item] : doc.at("paths").as_object())
+        for (auto const& [key, op] : item.as_object()) operations += key == "parameters" ? 0 : 1;
+    CHECK(operations >= 12);
+    CHECK(verdict.at("operations") == operations);  // the validator read the document whole
+
+    // Its server, "/", resolved against where the document came from, is where the API answers:
+    // each route without a path parameter, with a token.
+    REQUIRE(doc.at("servers").as_array().size() == 1);
+    CHECK(doc.at("servers").as_array()[0].at("url") == "/");
+    for (auto const& [path, item] : doc.at("paths").as_object()) {
+        if (path.find('{') != std::string::npos || !item.as_object().contains("get")) continue;
+        INFO(path);
+        CHECK(s.call("GET", std::string(path)).status == 200);
+        // And only the document itself without one.
+        auto bare = raw_http(s.port, "GET " + std::string(path) + " HTTP/1.1\r\nHost: " + here + "\r\nConnection: close\r\n\r\n");
+        CHECK(bare.status == (path == "/v1/openapi.json" ? 200 : 401));
+    }
+
+    // Host is judged as at every route: a name rebound to 127.0.0.1 is refused.
+    auto rebound = raw_http(s.port, "GET /v1/openapi.json HTTP/1.1\r\nHost: rebind.example\r\nConnection: close\r\n\r\n");
+    CHECK(rebound.status == 403);
+    CHECK(parsed(rebound).at("title") == "forbidden_host");
+
+    // The validator is not one that passes anything: a parameter without `in` is refused, by name.
+    auto& broken = doc.at("paths").at("/v1/runs").at("get").at("parameters").as_array()[0].as_object();
+    broken.erase("in");
+    std::ofstream(file, std::ios::trunc) << json::serialize(doc);
+    auto invalid = validate_openapi(file);
+    INFO(invalid.out << invalid.err);
+    CHECK(invalid.exit_code == 1);
+    CHECK_THAT(invalid.out, Catch::Contains("\"valid\":false") && Catch::Contains("'in'"));
+}
 
 TEST_CASE("REST end to end: a TELLER run started over HTTP ends, reads back, replays with no calls and verifies",
           "[rest][e2e]") {

@@ -552,6 +552,23 @@ TEST_CASE("SIGKILL at a random moment loses no acknowledged record, 20 rounds in
     CHECK(acknowledged.size() > 0);
 }
 
+TEST_CASE("the journal's file size is the data file's, and grows with what is appended") {
+    temp_dir dir;
+    auto s = open_store(dir.path(), store::durability::durable, std::size_t{64} << 20);
+    auto const data_file = dir.path() / "data.mdb";
+    auto before = s->map_usage();
+    CHECK(before.file_bytes > 0);
+    CHECK(before.file_bytes == std::filesystem::file_size(data_file));
+    CHECK(before.file_bytes < before.map_size);  // the map is not written through: the file is what is used
+    REQUIRE(run_awaitable(s->async_append("grows", {admitted()})).has_value());
+    std::string filler(16 * 1024, 'x');
+    for (int i = 0; i < 40; ++i) REQUIRE(run_awaitable(s->async_append("grows", {note(filler)})).has_value());
+    auto after = s->map_usage();
+    CHECK(after.file_bytes == std::filesystem::file_size(data_file));
+    CHECK(after.file_bytes >= before.file_bytes + 40 * filler.size());
+    CHECK(after.file_bytes <= after.used_bytes);
+}
+
 TEST_CASE("a full map is the store's write fault, named with journal.map_size, and its map use shows it") {
     temp_dir dir;
     auto s = open_store(dir.path(), store::durability::durable, std::size_t{1} << 20);  // 1 MiB map

@@ -629,6 +629,7 @@ TEST_CASE("REST: the OpenAPI document describes exactly the routes the API serve
     std::set<std::pair<std::string, std::string>> served;
     for (auto const& r : rest_api::routes()) served.insert(r);
     CHECK(documented == served);
+    CHECK(doc.at("servers") == json::parse(R"([{"url":"/","description":"Relative to where this document was fetched from, so it names the address the client used, a reverse proxy's included"}])"));
 
     // Every $ref points at something in the document.
     std::vector<json::value const*> stack{&doc.at("paths"), &doc.at("components")};
@@ -663,6 +664,79 @@ TEST_CASE("REST: the OpenAPI document describes exactly the routes the API serve
     auto served_doc = f.request("GET", "/v1/openapi.json");
     CHECK(served_doc.status == 200);
     CHECK(json::parse(served_doc.body) == json::value(doc));
+}
+
+TEST_CASE("REST: the OpenAPI document says which routes need no token, names each path parameter, and no operation twice",
+          "[rest]") {
+    auto doc = rest_api::openapi();
+    std::set<std::pair<std::string, std::string>> open_documented, open_served;
+    std::set<std::string> ids;
+    std::size_t operations = 0;
+    for (auto const& [path, item] : doc.at("paths").as_object()) {
+        std::set<std::string> templated;
+        for (std::size_t at = path.find('{'); at != std::string::npos; at = path.find('{', at + 1))
+            templated.insert(std::string(path.substr(at + 1, path.find('}', at) - at - 1)));
+        // The path parameters a parameters list declares, a "#/components/parameters/X" one included.
+        auto declared_in = [&doc](json::value const* params, std::set<std::string>& out) {
+            if (!params) return;
+            auto const& shared = doc.at("components").at("parameters").as_object();
+            for (auto const& p : params->as_array()) {
+                auto const* ref = p.as_object().if_contains("$ref");
+                auto const& o = ref ? shared.at(std::string(ref->as_string()).substr(24)) : p;
+                if (o.at("in") == "path") out.insert(std::string(o.at("name").as_string()));
+            }
+        };
+        std::set<std::string> on_path;
+        declared_in(item.as_object().if_contains("parameters"), on_path);
+        for (auto const& [method, op] : item.as_object()) {
+            if (method == "parameters") continue;
+            ++operations;
+            INFO(method << " " << path);
+            CHECK(ids.insert(std::string(op.at("operationId").as_string())).second);
+            auto declared = on_path;
+            declared_in(op.as_object().if_contains("parameters"), declared);
+            CHECK(declared == templated);
+            if (auto const* security = op.as_object().if_contains("security"); security && security->as_array().empty()) {
+                auto m = std::string(method);
+                for (auto& c : m) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+                open_documented.emplace(m, std::string(path));
+            }
+        }
+    }
+    for (auto const& r : rest_api::open_routes()) open_served.insert(r);
+    CHECK(open_served == std::set<std::pair<std::string, std::string>>{{"GET", "/v1/openapi.json"}});
+    CHECK(open_documented == open_served);
+    CHECK(operations == rest_api::routes().size());
+}
+
+TEST_CASE("REST: the OpenAPI document is served without a token, still behind the Host and Origin checks", "[rest]") {
+    rest_fixture f;
+    f.api->set_door({"127.0.0.1"}, {});  // the fixture's requests say Host: 127.0.0.1
+    auto plain = f.request("GET", "/v1/openapi.json", {}, {}, false);
+    INFO(plain.head << plain.body);
+    CHECK(plain.status == 200);
+    CHECK(json::parse(plain.body) == json::value(rest_api::openapi()));
+    // A token the server never issued does not turn a public document into a 401 either.
+    CHECK(f.request_with("not-a-token-anyone-has", "GET", "/v1/openapi.json").status == 200);
+    CHECK(f.request("HEAD", "/v1/openapi.json", {}, {}, false).status == 200);
+
+    // Everything else still needs one.
+    auto runs = f.request("GET", "/v1/runs", {}, {}, false);
+    CHECK(runs.status == 401);
+    CHECK(f.request("GET", "/v1/tools", {}, {}, false).status == 401);
+
+    auto foreign = f.request("GET", "/v1/openapi.json", {}, "Origin: http://elsewhere.example\r\n", false);
+    CHECK(foreign.status == 403);
+    CHECK(body_of(foreign).at("title") == "forbidden_origin");
+    // A page that rebinds its DNS name to 127.0.0.1 gets no more than at any other route.
+    auto rebound = raw_http(f.port(), "GET /v1/openapi.json HTTP/1.1\r\nHost: rebind.example\r\nConnection: close\r\n\r\n");
+    CHECK(rebound.status == 403);
+    CHECK(body_of(rebound).at("title") == "forbidden_host");
+    auto no_host = raw_http(f.port(), "GET /v1/openapi.json HTTP/1.0\r\n\r\n");
+    CHECK(no_host.status == 403);
+    auto in_url = f.request("GET", "/v1/openapi.json?access_token=abc", {}, {}, false);
+    CHECK(in_url.status == 400);
+    CHECK_THAT(std::string(body_of(in_url).at("detail").as_string()), Catch::Contains("never in the URL"));
 }
 
 TEST_CASE("REST: the door is /mcp's: a TAB after Bearer is accepted, and a bad token's challenge says invalid_token",
