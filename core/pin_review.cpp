@@ -1,0 +1,165 @@
+#include "core/pin_review.hpp"
+
+#include "core/canonical_json.hpp"
+#include "core/utf8.hpp"
+#include "core/visible_text.hpp"
+
+#include <boost/json/serialize.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace airlock::core {
+
+namespace json = boost::json;
+
+namespace {
+
+void append_scalar(std::string& out, json::value const& v) {
+    // Strings and numbers as the canonical form writes them; a value it refuses still shows.
+    std::string text;
+    if (append_json(text, v)) out += text;
+    else out += json::serialize(v);
+}
+
+void append_pretty(std::string& out, json::value const& v, std::size_t indent) {
+    std::string const pad(indent + 2, ' ');
+    if (auto const* o = v.if_object(); o && !o->empty()) {
+        std::vector<json::key_value_pair const*> members;
+        for (auto const& kv : *o) members.push_back(&kv);
+        std::ranges::sort(members, [](auto* a, auto* b) { return a->key() < b->key(); });
+        out += "{\n";
+        for (std::size_t i = 0; i < members.size(); ++i) {
+            out += pad;
+            append_scalar(out, json::value(members[i]->key()));
+            out += ": ";
+            append_pretty(out, members[i]->value(), indent + 2);
+            out += i + 1 < members.size() ? ",\n" : "\n";
+        }
+        out += std::string(indent, ' ') + "}";
+    } else if (auto const* a = v.if_array(); a && !a->empty()) {
+        out += "[\n";
+        for (std::size_t i = 0; i < a->size(); ++i) {
+            out += pad;
+            append_pretty(out, (*a)[i], indent + 2);
+            out += i + 1 < a->size() ? ",\n" : "\n";
+        }
+        out += std::string(indent, ' ') + "]";
+    } else {
+        append_scalar(out, v);
+    }
+}
+
+std::vector<std::string> lines_of(std::string_view text) {
+    std::vector<std::string> out;
+    std::size_t i = 0;
+    while (true) {
+        auto j = text.find('\n', i);
+        out.emplace_back(text.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i));
+        if (j == std::string_view::npos) break;
+        i = j + 1;
+    }
+    return out;
+}
+
+// A text field as lines to compare; absent is no lines at all, so a new description reads as added.
+std::vector<std::string> field_lines(json::value const* v, bool text) {
+    if (!v) return {};
+    if (text && v->is_string()) return lines_of(with_hidden_shown(v->get_string()));
+    return lines_of(with_hidden_shown(pretty_json(*v)));
+}
+
+// A reviewer reads what a tool is called and claims before how it is called.
+std::vector<std::string> field_order(json::object const* a, json::object const* b) {
+    std::vector<std::string> out{"name", "title", "description", "inputSchema", "outputSchema", "annotations"};
+    std::set<std::string> rest;
+    for (auto const* o : {a, b})
+        if (o)
+            for (auto const& kv : *o)
+                if (std::ranges::find(out, kv.key()) == out.end()) rest.emplace(kv.key());
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+}
+
+}  // namespace
+
+std::string pretty_json(json::value const& v) {
+    std::string out;
+    append_pretty(out, v, 0);
+    return out;
+}
+
+std::vector<std::string> line_diff(std::vector<std::string> const& before, std::vector<std::string> const& after) {
+    auto const n = before.size(), m = after.size();
+    // Definitions are a few hundred lines at most; past this the table would be too large, and the
+    // whole field is shown as replaced instead.
+    constexpr std::size_t max_cells = 4'000'000;
+    std::vector<std::string> out;
+    if (n * m > max_cells) {
+        for (auto const& l : before) out.push_back("- " + l);
+        for (auto const& l : after) out.push_back("+ " + l);
+        return out;
+    }
+    // lcs[i][j]: the longest common subsequence of before[i..] and after[j..].
+    std::vector<std::vector<std::uint32_t>> lcs(n + 1, std::vector<std::uint32_t>(m + 1, 0));
+    for (std::size_t i = n; i-- > 0;)
+        for (std::size_t j = m; j-- > 0;)
+            lcs[i][j] = before[i] == after[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+    std::size_t i = 0, j = 0;
+    while (i < n || j < m) {
+        if (i < n && j < m && before[i] == after[j]) {
+            out.push_back("  " + before[i++]);
+            ++j;
+        } else if (i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1])) {
+            // What went comes before what replaced it, as in a unified diff.
+            out.push_back("- " + before[i++]);
+        } else {
+            out.push_back("+ " + after[j++]);
+        }
+    }
+    return out;
+}
+
+std::string with_hidden_shown(std::string_view text) {
+    std::string out;
+    bool after_visible = false;
+    for (std::size_t i = 0; i < text.size();) {
+        auto const start = i;
+        long cp = decode_utf8(text, i);
+        if (cp < 0) {
+            out += "<not UTF-8>";
+            ++i;
+            after_visible = false;
+            continue;
+        }
+        auto const c = static_cast<char32_t>(cp);
+        if (c != U'\t' && is_hidden_character(c, after_visible)) {
+            char buf[24];
+            std::snprintf(buf, sizeof buf, "<U+%04lX>", static_cast<unsigned long>(cp));
+            out += buf;
+            after_visible = false;
+        } else {
+            out.append(text.substr(start, i - start));
+            after_visible = c > U' ';
+        }
+    }
+    return out;
+}
+
+std::string render_definition_diff(json::value const& pinned, json::value const& changed) {
+    auto const* a = pinned.if_object();
+    auto const* b = changed.if_object();
+    std::string out;
+    for (auto const& field : field_order(a, b)) {
+        auto const* before = a ? a->if_contains(field) : nullptr;
+        auto const* after = b ? b->if_contains(field) : nullptr;
+        if ((!before && !after) || (before && after && *before == *after)) continue;
+        bool const text = field == "title" || field == "description";
+        out += field + ":" + (!before ? " (added)" : !after ? " (removed)" : "") + "\n";
+        for (auto const& l : line_diff(field_lines(before, text), field_lines(after, text))) out += "  " + l + "\n";
+    }
+    return out;
+}
+
+}  // namespace airlock::core
