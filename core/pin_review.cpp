@@ -7,6 +7,8 @@
 #include <boost/json/serialize.hpp>
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <cstdio>
 #include <set>
 
@@ -159,6 +161,103 @@ std::string render_definition_diff(json::value const& pinned, json::value const&
         out += field + ":" + (!before ? " (added)" : !after ? " (removed)" : "") + "\n";
         for (auto const& l : line_diff(field_lines(before, text), field_lines(after, text))) out += "  " + l + "\n";
     }
+    return out;
+}
+
+namespace {
+
+std::pair<std::string_view, std::string_view> split_key(std::string_view key) {
+    auto slash = key.find('/');
+    if (slash == std::string_view::npos) return {key, {}};
+    return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+std::string joined(std::set<std::string> const& names) {
+    std::string out;
+    for (auto const& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out.empty() ? "none" : out;
+}
+
+// A kept definition, or nothing when it was not kept (or cannot be read back).
+std::optional<json::value> definition_of(std::string const& text) {
+    if (text.empty()) return std::nullopt;
+    auto v = parse_ijson(text);
+    return v ? std::optional<json::value>(std::move(*v)) : std::nullopt;
+}
+
+void append_definition(std::string& out, std::optional<json::value> const& def, std::string_view not_kept) {
+    if (!def) {
+        out += "  (" + std::string(not_kept) + ")\n";
+        return;
+    }
+    for (auto const& l : lines_of(with_hidden_shown(pretty_json(*def)))) out += "  " + l + "\n";
+}
+
+constexpr std::string_view pinned_not_kept =
+    "not kept: pinned by an airlock that kept only digests; it is kept the next time the upstream lists it";
+constexpr std::string_view pending_not_kept =
+    "not kept: seen by an airlock that kept only digests; it is kept the next time the upstream lists it";
+
+}  // namespace
+
+result<pin> find_pin(std::vector<pin> const& pins, std::string_view server, std::string_view tool) {
+    std::set<std::string> servers, tools;
+    for (auto const& p : pins) {
+        auto [s, t] = split_key(p.key);
+        if (s == server && t == tool) return p;
+        servers.emplace(s);
+        if (s == server) tools.emplace(t);
+    }
+    if (!servers.contains(std::string(server)))
+        return make_error("unknown_server", "no tool of server '" + std::string(server) +
+                                                "' is pinned; servers with pinned tools: " + joined(servers));
+    return make_error("unknown_tool", "server '" + std::string(server) + "' has no pinned tool '" + std::string(tool) +
+                                          "'; its pinned tools: " + joined(tools));
+}
+
+json::object pin_json(pin const& p, bool full) {
+    auto [server, tool] = split_key(p.key);
+    json::object o{{"key", p.key},
+                   {"server", server},
+                   {"tool", tool},
+                   {"status", p.pending ? "changed" : "pinned"},
+                   {"pinned_digest", p.pinned},
+                   {"pending_digest", p.pending ? json::value(*p.pending) : json::value(nullptr)}};
+    if (!full) return o;
+    auto pinned = definition_of(p.pinned_definition);
+    auto pending = definition_of(p.pending_definition);
+    o["pinned_definition"] = pinned ? *pinned : json::value(nullptr);
+    o["pending_definition"] = pending ? *pending : json::value(nullptr);
+    o["diff"] = pinned && pending ? json::value(render_definition_diff(*pinned, *pending)) : json::value(nullptr);
+    return o;
+}
+
+std::string render_pin_review(pin const& p) {
+    auto [server, tool] = split_key(p.key);
+    auto pinned = definition_of(p.pinned_definition);
+    std::string out;
+    if (!p.pending) {
+        out += p.key + ": pinned and unchanged; nothing awaits acceptance\n";
+        out += "pinned definition (sha256 " + p.pinned + "):\n";
+        append_definition(out, pinned, pinned_not_kept);
+        return out;
+    }
+    auto pending = definition_of(p.pending_definition);
+    out += p.key + ": CHANGED since it was pinned; withheld until accepted (airlock pins accept " + std::string(server) +
+           " " + std::string(tool) + ")\n";
+    out += "pinned definition (sha256 " + p.pinned + "):\n";
+    append_definition(out, pinned, pinned_not_kept);
+    out += "new definition (sha256 " + *p.pending + "):\n";
+    append_definition(out, pending, pending_not_kept);
+    out += "what changed (- pinned, + new):\n";
+    if (!pinned || !pending) {
+        out += "  (cannot be shown: a definition was not kept)\n";
+        return out;
+    }
+    auto diff = render_definition_diff(*pinned, *pending);
+    // Different digests with the same kept definitions: the pending one was kept by an earlier
+    // sighting than the digest (the upstream changed twice between reads).
+    out += diff.empty() ? "  (the kept definitions do not differ; the next catalogue read keeps the new one)\n" : diff;
     return out;
 }
 
