@@ -52,7 +52,7 @@ int accept_pin(store::lmdb_store& s, std::vector<core::pin> const& pins, std::st
     // A running airlock watches the pins of its journal (service/app/pin_watch): it serves the
     // accepted definition within a second and tells the clients whose tool list changed.
     std::cout << "accepted " << accepted->key << " " << accepted->pinned.substr(0, 16)
-              << " (an airlock serving this journal offers it within a second)\n";
+              << " (an airlock serve on this journal offers it within a second)\n";
     return 0;
 }
 

@@ -287,8 +287,9 @@ asio::awaitable<catalogue_entry> catalogue::async_entry_of(gateway_upstream cons
         } else if (*verdict == core::pin_verdict::changed) {
             // Rug-pull protection: a tool whose definition changed under the operator is withheld
             // until someone accepts the new definition (airlock pins accept).
-            spdlog::warn("upstream {}: the definition of {} changed since it was pinned; withheld until accepted",
-                         up.name, t.upstream_name);
+            spdlog::warn("upstream {}: the definition of {} changed since it was pinned; withheld until accepted "
+                         "(review it: airlock pins show {} {})",
+                         up.name, t.upstream_name, up.name, t.upstream_name);
             e.withheld = "its definition changed since it was pinned (airlock pins accept)";
             if (report_once(pin_key + " " + digest)) co_await async_report_pin_change(up, t, digest);
         } else if (*verdict == core::pin_verdict::first_seen) {
