@@ -714,6 +714,8 @@ result<void> check_pin_key(std::string const& key) {
 asio::awaitable<result<core::pin_verdict>> lmdb_store::async_check_pin(std::string key, std::string digest,
                                                                      std::string definition) {
     if (auto ok = check_pin_key(key); !ok) co_return ok.error();
+    // A definition is upstream text: it may echo a configured secret, which is written nowhere.
+    core::secrets::redact(definition);
     auto* p = impl_.get();
     std::function<result<core::pin_verdict>(MDB_txn*)> fn =
         [p, key = std::move(key), digest = std::move(digest),

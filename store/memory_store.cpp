@@ -153,6 +153,7 @@ boost::asio::awaitable<core::result<core::record>> memory_store::async_seal(std:
 boost::asio::awaitable<core::result<core::pin_verdict>> memory_store::async_check_pin(std::string key, std::string digest,
                                                                                    std::string definition) {
     std::lock_guard lock(mutex_);
+    core::secrets::redact(definition);
     std::optional<core::pin> current;
     if (auto it = pins_.find(key); it != pins_.end()) current = it->second;
     auto [next, verdict] = core::apply_pin_check(std::move(current), key, digest, definition);
