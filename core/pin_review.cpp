@@ -243,21 +243,22 @@ std::string render_pin_review(pin const& p) {
         return out;
     }
     auto pending = definition_of(p.pending_definition);
-    out += p.key + ": CHANGED since it was pinned; withheld until accepted (airlock pins accept " + std::string(server) +
-           " " + std::string(tool) + ")\n";
+    out += p.key + ": CHANGED since it was pinned; withheld until accepted\n";
     out += "pinned definition (sha256 " + p.pinned + "):\n";
     append_definition(out, pinned, pinned_not_kept);
     out += "new definition (sha256 " + *p.pending + "):\n";
     append_definition(out, pending, pending_not_kept);
     out += "what changed (- pinned, + new):\n";
-    if (!pinned || !pending) {
-        out += "  (cannot be shown: a definition was not kept)\n";
-        return out;
-    }
-    auto diff = render_definition_diff(*pinned, *pending);
+    auto diff = pinned && pending ? render_definition_diff(*pinned, *pending) : std::string();
+    if (!pinned || !pending) out += "  (cannot be shown: a definition was not kept)\n";
     // Different digests with the same kept definitions: the pending one was kept by an earlier
     // sighting than the digest (the upstream changed twice between reads).
-    out += diff.empty() ? "  (the kept definitions do not differ; the next catalogue read keeps the new one)\n" : diff;
+    else if (diff.empty()) out += "  (the kept definitions do not differ; the next catalogue read keeps the new one)\n";
+    else out += diff;
+    // With the digest, a definition the upstream changed again before the acceptance, which
+    // nobody has read, is refused.
+    out += "accept it: airlock pins accept " + std::string(server) + " " + std::string(tool) + " --digest " + *p.pending +
+           "\n";
     return out;
 }
 

@@ -18,9 +18,14 @@ std::pair<pin, pin_verdict> apply_pin_check(std::optional<pin> current, std::str
     return {*current, pin_verdict::changed};
 }
 
-result<pin> apply_pin_accept(std::optional<pin> current, std::string const& key) {
+result<pin> apply_pin_accept(std::optional<pin> current, std::string const& key,
+                             std::optional<std::string> const& expected) {
     if (!current || !current->pending)
         return make_error("no_pending", "no changed definition of " + key + " awaits acceptance");
+    if (expected && *expected != *current->pending)
+        return make_error("pending_changed", "the definition of " + key +
+                                                 " changed again since it was reviewed; the pending one is now " +
+                                                 *current->pending);
     current->pinned = *std::exchange(current->pending, std::nullopt);
     current->pinned_definition = std::exchange(current->pending_definition, {});
     return *current;

@@ -36,8 +36,11 @@ public:
     // `definition` (JSON text) is kept beside the digest it has.
     virtual boost::asio::awaitable<result<pin_verdict>> async_check_pin(std::string key, std::string digest,
                                                                         std::string definition = {}) = 0;
-    // Makes the pending definition the pinned one; fails "no_pending" when nothing waits.
-    virtual boost::asio::awaitable<result<pin>> async_accept_pin(std::string key) = 0;
+    // Makes the pending definition the pinned one; fails "no_pending" when nothing waits, and
+    // "pending_changed" when `expected` is given and the pending digest is another (the definition
+    // changed again since it was reviewed). One transaction: nothing slips in between.
+    virtual boost::asio::awaitable<result<pin>> async_accept_pin(std::string key,
+                                                                 std::optional<std::string> expected = {}) = 0;
     virtual boost::asio::awaitable<result<std::vector<pin>>> async_pins() = 0;
 };
 
@@ -46,6 +49,7 @@ std::pair<pin, pin_verdict> apply_pin_check(std::optional<pin> current, std::str
                                             std::string const& definition = {});
 // The rule of acceptance: the pending definition becomes the pinned one; fails "no_pending" when
 // nothing waits.
-result<pin> apply_pin_accept(std::optional<pin> current, std::string const& key);
+result<pin> apply_pin_accept(std::optional<pin> current, std::string const& key,
+                             std::optional<std::string> const& expected = {});
 
 }  // namespace airlock::core

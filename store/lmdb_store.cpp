@@ -729,13 +729,14 @@ asio::awaitable<result<core::pin_verdict>> lmdb_store::async_check_pin(std::stri
     co_return co_await p->submit<core::pin_verdict>(std::move(fn));
 }
 
-asio::awaitable<result<core::pin>> lmdb_store::async_accept_pin(std::string key) {
+asio::awaitable<result<core::pin>> lmdb_store::async_accept_pin(std::string key, std::optional<std::string> expected) {
     if (auto ok = check_pin_key(key); !ok) co_return ok.error();
     auto* p = impl_.get();
-    std::function<result<core::pin>(MDB_txn*)> fn = [p, key = std::move(key)](MDB_txn* txn) -> result<core::pin> {
+    std::function<result<core::pin>(MDB_txn*)> fn = [p, key = std::move(key),
+                                                      expected = std::move(expected)](MDB_txn* txn) -> result<core::pin> {
         auto current = read_pin(txn, p->pins, key);
         if (!current) return current.error();
-        auto next = core::apply_pin_accept(std::move(*current), key);
+        auto next = core::apply_pin_accept(std::move(*current), key, expected);
         if (!next) return next.error();
         if (auto w = write_pin(txn, p->pins, *next); !w) return w.error();
         return next;

@@ -161,11 +161,12 @@ boost::asio::awaitable<core::result<core::pin_verdict>> memory_store::async_chec
     co_return verdict;
 }
 
-boost::asio::awaitable<core::result<core::pin>> memory_store::async_accept_pin(std::string key) {
+boost::asio::awaitable<core::result<core::pin>> memory_store::async_accept_pin(std::string key,
+                                                                           std::optional<std::string> expected) {
     std::lock_guard lock(mutex_);
     std::optional<core::pin> current;
     if (auto it = pins_.find(key); it != pins_.end()) current = it->second;
-    auto next = core::apply_pin_accept(std::move(current), key);
+    auto next = core::apply_pin_accept(std::move(current), key, expected);
     if (next) pins_[key] = *next;
     co_return next;
 }

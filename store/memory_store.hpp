@@ -39,7 +39,8 @@ public:
 
     boost::asio::awaitable<core::result<core::pin_verdict>> async_check_pin(std::string key, std::string digest,
                                                                                 std::string definition = {}) override;
-    boost::asio::awaitable<core::result<core::pin>> async_accept_pin(std::string key) override;
+    boost::asio::awaitable<core::result<core::pin>> async_accept_pin(std::string key,
+                                                                   std::optional<std::string> expected = {}) override;
     boost::asio::awaitable<core::result<std::vector<core::pin>>> async_pins() override;
 
 private:

@@ -13,10 +13,11 @@ namespace {
 constexpr char pins_usage[] =
     "usage: airlock pins list [--config FILE | --journal DIR]\n"
     "       airlock pins show SERVER TOOL [--config FILE | --journal DIR]\n"
-    "       airlock pins accept SERVER TOOL [--config FILE | --journal DIR]\n"
+    "       airlock pins accept SERVER TOOL [--digest SHA256] [--config FILE | --journal DIR]\n"
     "  list    every pinned upstream tool; 'CHANGED' marks one withheld until accepted\n"
     "  show    SERVER's TOOL: its pinned and its new definition, and what changed between them\n"
-    "  accept  make the changed definition of SERVER's TOOL (its upstream name) the pinned one\n"
+    "  accept  make the changed definition of SERVER's TOOL (its upstream name) the pinned one;\n"
+    "          with --digest, only if it is still the one `show` printed as the new definition\n"
     "  the journal is the configuration's journal.dir, or DIR (default: var/journal)\n";
 
 int list_pins(std::vector<core::pin> const& pins) {
@@ -41,10 +42,10 @@ std::optional<core::pin> named_pin(std::string_view verb, std::vector<core::pin>
 }
 
 int accept_pin(store::lmdb_store& s, std::vector<core::pin> const& pins, std::string const& server,
-               std::string const& tool) {
+               std::string const& tool, std::optional<std::string> digest) {
     auto p = named_pin("accept", pins, server, tool);
     if (!p) return 1;
-    auto accepted = cli::run_sync(s.async_accept_pin(p->key));
+    auto accepted = cli::run_sync(s.async_accept_pin(p->key, std::move(digest)));
     if (!accepted) {
         std::cerr << "airlock pins accept: " << accepted.error().message << "\n";
         return 1;
@@ -59,7 +60,7 @@ int accept_pin(store::lmdb_store& s, std::vector<core::pin> const& pins, std::st
 }  // namespace
 
 int run_pins(std::vector<std::string> const& args) {
-    std::optional<std::string> config_file, journal_dir;
+    std::optional<std::string> config_file, journal_dir, digest;
     std::vector<std::string> pos;
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
@@ -67,8 +68,8 @@ int run_pins(std::vector<std::string> const& args) {
             std::cout << pins_usage;
             return 0;
         }
-        if ((a == "--config" || a == "--journal") && i + 1 < args.size()) {
-            (a == "--config" ? config_file : journal_dir) = args[++i];
+        if ((a == "--config" || a == "--journal" || a == "--digest") && i + 1 < args.size()) {
+            (a == "--config" ? config_file : a == "--journal" ? journal_dir : digest) = args[++i];
         } else if (a.rfind("--", 0) == 0) {
             std::cerr << "airlock pins: unknown or incomplete option '" << a << "'\n" << pins_usage;
             return 2;
@@ -78,7 +79,7 @@ int run_pins(std::vector<std::string> const& args) {
     }
     bool const list = pos.size() == 1 && pos[0] == "list";
     bool const named = pos.size() == 3 && (pos[0] == "show" || pos[0] == "accept");
-    if (!list && !named) {
+    if ((!list && !named) || (digest && pos[0] != "accept")) {
         std::cerr << pins_usage;
         return 2;
     }
@@ -93,7 +94,7 @@ int run_pins(std::vector<std::string> const& args) {
         return 1;
     }
     if (list) return list_pins(*pins);
-    if (pos[0] == "accept") return accept_pin(s, *pins, pos[1], pos[2]);
+    if (pos[0] == "accept") return accept_pin(s, *pins, pos[1], pos[2], std::move(digest));
     auto p = named_pin("show", *pins, pos[1], pos[2]);
     if (!p) return 1;
     std::cout << core::render_pin_review(*p);

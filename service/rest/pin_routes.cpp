@@ -75,17 +75,16 @@ asio::awaitable<http_response> async_accept_pin(route_context& c) {
     if (auto* res = std::get_if<http_response>(&expected)) co_return std::move(*res);
     auto named = co_await async_named_pin(c);
     if (auto* res = std::get_if<http_response>(&named)) co_return std::move(*res);
-    auto const& p = std::get<core::pin>(named);
-    auto const& want = std::get<std::optional<std::string>>(expected);
-    if (!p.pending)
-        co_return problem(errc::not_pending, "no changed definition of " + p.key + " awaits acceptance", {}, c.version());
-    if (want && *want != *p.pending)
-        co_return problem(errc::conflict, "the definition of " + p.key + " changed again since it was reviewed",
-                          {{"pending_digest", "the pending definition is now " + *p.pending}}, c.version());
-    auto accepted = co_await c.options.pins->async_accept_pin(p.key);
+    auto key = std::get<core::pin>(named).key;
+    auto want = std::get<std::optional<std::string>>(std::move(expected));
+    auto accepted = co_await c.options.pins->async_accept_pin(key, std::move(want));
     if (!accepted) {
-        auto code = accepted.error().code == "no_pending" ? errc::not_pending : errc::internal;
-        co_return problem(code, accepted.error().message, {}, c.version());
+        auto const& code = accepted.error().code;
+        if (code == "no_pending") co_return problem(errc::not_pending, accepted.error().message, {}, c.version());
+        if (code == "pending_changed")
+            co_return problem(errc::conflict, accepted.error().message, {{"pending_digest", accepted.error().message}},
+                              c.version());
+        co_return c.problem_for(accepted.error());
     }
     // At once, in this process: the gateway reads the upstream's tools again and tells the
     // clients whose list now holds the tool.

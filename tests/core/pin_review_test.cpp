@@ -90,3 +90,35 @@ TEST_CASE("pretty JSON sorts members and puts one per line") {
     CHECK(pretty_json(json::parse(R"({"b":[1,"x"],"a":{},"c":[]})")) ==
           "{\n  \"a\": {},\n  \"b\": [\n    1,\n    \"x\"\n  ],\n  \"c\": []\n}");
 }
+
+TEST_CASE("a review of a pin that is unchanged says so plainly") {
+    pin p{"shifting/greet", "aaa", std::nullopt, R"({"name":"greet"})", {}};
+    CHECK(render_pin_review(p) ==
+          "shifting/greet: pinned and unchanged; nothing awaits acceptance\n"
+          "pinned definition (sha256 aaa):\n"
+          "  {\n"
+          "    \"name\": \"greet\"\n"
+          "  }\n");
+}
+
+TEST_CASE("a review of a pin whose definitions were not kept says so, and still names the digest to accept") {
+    pin p{"shifting/greet", "aaa", std::string("bbb"), {}, {}};
+    auto review = render_pin_review(p);
+    CHECK_THAT(review, Catch::Contains("pinned definition (sha256 aaa):\n  (not kept: pinned by an airlock that kept only digests"));
+    CHECK_THAT(review, Catch::Contains("what changed (- pinned, + new):\n  (cannot be shown: a definition was not kept)\n"));
+    CHECK_THAT(review, Catch::EndsWith("accept it: airlock pins accept shifting greet --digest bbb\n"));
+}
+
+TEST_CASE("a pin is found by server and tool, and an unknown one is refused naming what exists") {
+    std::vector<pin> pins{{"fs/read", "a", std::nullopt, {}, {}}, {"fs/write", "b", std::nullopt, {}, {}},
+                          {"ledger/post", "c", std::nullopt, {}, {}}};
+    CHECK(find_pin(pins, "fs", "write")->pinned == "b");
+    auto no_tool = find_pin(pins, "fs", "wirte");
+    REQUIRE_FALSE(no_tool.has_value());
+    CHECK(no_tool.error().code == "unknown_tool");
+    CHECK(no_tool.error().message == "server 'fs' has no pinned tool 'wirte'; its pinned tools: read, write");
+    auto no_server = find_pin(pins, "git", "read");
+    REQUIRE_FALSE(no_server.has_value());
+    CHECK(no_server.error().code == "unknown_server");
+    CHECK(no_server.error().message == "no tool of server 'git' is pinned; servers with pinned tools: fs, ledger");
+}

@@ -74,3 +74,18 @@ TEMPLATE_TEST_CASE("a pin that kept only its digest learns its definition when t
     REQUIRE(listed.has_value());
     CHECK(listed->front().pinned_definition == R"({"name":"post"})");
 }
+
+TEMPLATE_TEST_CASE("accepting names the pending digest reviewed, and another pending one is refused", "[pins]",
+                   AIRLOCK_JOURNAL_STORE_FIXTURES) {
+    TestType f;
+    auto& pins = pins_of(f);
+    REQUIRE(run_awaitable(pins.async_check_pin("ledger/post", "aaa")).has_value());
+    REQUIRE(run_awaitable(pins.async_check_pin("ledger/post", "ccc")).has_value());
+    auto stale = run_awaitable(pins.async_accept_pin("ledger/post", std::string("bbb")));
+    REQUIRE_FALSE(stale.has_value());
+    CHECK(stale.error().code == "pending_changed");
+    CHECK(run_awaitable(pins.async_pins())->front().pinned == "aaa");
+    auto accepted = run_awaitable(pins.async_accept_pin("ledger/post", std::string("ccc")));
+    REQUIRE(accepted.has_value());
+    CHECK(accepted->pinned == "ccc");
+}
