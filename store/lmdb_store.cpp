@@ -694,14 +694,22 @@ result<std::optional<core::pin>> read_pin(MDB_txn* txn, MDB_dbi dbi, std::string
     auto const* o = j.if_object();
     auto const* pinned = o ? o->if_contains("pinned") : nullptr;
     if (ec || !pinned || !pinned->is_string()) return make_error("corrupt", "pin of " + key + " is unreadable");
-    core::pin p{key, std::string(pinned->get_string()), std::nullopt};
-    if (auto const* pending = o->if_contains("pending"); pending && pending->is_string()) p.pending = std::string(pending->get_string());
+    core::pin p{key, std::string(pinned->get_string()), std::nullopt, {}, {}};
+    auto text = [&](char const* name) {
+        auto const* v = o->if_contains(name);
+        return v && v->is_string() ? std::optional<std::string>(v->get_string()) : std::nullopt;
+    };
+    p.pending = text("pending");
+    p.pinned_definition = text("pinned_definition").value_or("");
+    p.pending_definition = text("pending_definition").value_or("");
     return std::optional<core::pin>(std::move(p));
 }
 
 result<void> write_pin(MDB_txn* txn, MDB_dbi dbi, core::pin const& p) {
     boost::json::object o{{"pinned", p.pinned}};
     if (p.pending) o["pending"] = *p.pending;
+    if (!p.pinned_definition.empty()) o["pinned_definition"] = p.pinned_definition;
+    if (!p.pending_definition.empty()) o["pending_definition"] = p.pending_definition;
     auto text = boost::json::serialize(o);
     MDB_val k = as_val(p.key), v = as_val(text);
     if (int rc = mdb_put(txn, dbi, &k, &v, 0); rc != 0) return lmdb_error(rc, "write pin");
@@ -715,32 +723,34 @@ result<void> check_pin_key(std::string const& key) {
 
 }  // namespace
 
-asio::awaitable<result<core::pin_verdict>> lmdb_store::async_check_pin(std::string key, std::string digest) {
+asio::awaitable<result<core::pin_verdict>> lmdb_store::async_check_pin(std::string key, std::string digest,
+                                                                     std::string definition) {
     if (auto ok = check_pin_key(key); !ok) co_return ok.error();
+    // A definition is upstream text: it may echo a configured secret, which is written nowhere.
+    core::secrets::redact(definition);
     auto* p = impl_.get();
-    std::function<result<core::pin_verdict>(MDB_txn*)> fn = [p, key = std::move(key),
-                                                             digest = std::move(digest)](MDB_txn* txn) -> result<core::pin_verdict> {
+    std::function<result<core::pin_verdict>(MDB_txn*)> fn =
+        [p, key = std::move(key), digest = std::move(digest),
+         definition = std::move(definition)](MDB_txn* txn) -> result<core::pin_verdict> {
         auto current = read_pin(txn, p->pins, key);
         if (!current) return current.error();
-        auto [next, verdict] = core::apply_pin_check(std::move(*current), key, digest);
+        auto [next, verdict] = core::apply_pin_check(std::move(*current), key, digest, definition);
         if (auto w = write_pin(txn, p->pins, next); !w) return w.error();
         return verdict;
     };
     co_return co_await p->submit<core::pin_verdict>(std::move(fn));
 }
 
-asio::awaitable<result<core::pin>> lmdb_store::async_accept_pin(std::string key) {
+asio::awaitable<result<core::pin>> lmdb_store::async_accept_pin(std::string key, std::optional<std::string> expected) {
     if (auto ok = check_pin_key(key); !ok) co_return ok.error();
     auto* p = impl_.get();
-    std::function<result<core::pin>(MDB_txn*)> fn = [p, key = std::move(key)](MDB_txn* txn) -> result<core::pin> {
+    std::function<result<core::pin>(MDB_txn*)> fn = [p, key = std::move(key),
+                                                      expected = std::move(expected)](MDB_txn* txn) -> result<core::pin> {
         auto current = read_pin(txn, p->pins, key);
         if (!current) return current.error();
-        if (!*current || !(*current)->pending)
-            return make_error("no_pending", "no changed definition of " + key + " awaits acceptance");
-        auto next = **current;
-        next.pinned = *next.pending;
-        next.pending.reset();
-        if (auto w = write_pin(txn, p->pins, next); !w) return w.error();
+        auto next = core::apply_pin_accept(std::move(*current), key, expected);
+        if (!next) return next.error();
+        if (auto w = write_pin(txn, p->pins, *next); !w) return w.error();
         return next;
     };
     co_return co_await p->submit<core::pin>(std::move(fn));

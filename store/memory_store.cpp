@@ -151,23 +151,25 @@ boost::asio::awaitable<core::result<core::record>> memory_store::async_seal(std:
     co_return seal(run_id, status, reason);
 }
 
-boost::asio::awaitable<core::result<core::pin_verdict>> memory_store::async_check_pin(std::string key, std::string digest) {
+boost::asio::awaitable<core::result<core::pin_verdict>> memory_store::async_check_pin(std::string key, std::string digest,
+                                                                                   std::string definition) {
     std::lock_guard lock(mutex_);
+    core::secrets::redact(definition);
     std::optional<core::pin> current;
     if (auto it = pins_.find(key); it != pins_.end()) current = it->second;
-    auto [next, verdict] = core::apply_pin_check(std::move(current), key, digest);
+    auto [next, verdict] = core::apply_pin_check(std::move(current), key, digest, definition);
     pins_[key] = std::move(next);
     co_return verdict;
 }
 
-boost::asio::awaitable<core::result<core::pin>> memory_store::async_accept_pin(std::string key) {
+boost::asio::awaitable<core::result<core::pin>> memory_store::async_accept_pin(std::string key,
+                                                                           std::optional<std::string> expected) {
     std::lock_guard lock(mutex_);
-    auto it = pins_.find(key);
-    if (it == pins_.end() || !it->second.pending)
-        co_return core::make_error("no_pending", "no changed definition of " + key + " awaits acceptance");
-    it->second.pinned = *it->second.pending;
-    it->second.pending.reset();
-    co_return it->second;
+    std::optional<core::pin> current;
+    if (auto it = pins_.find(key); it != pins_.end()) current = it->second;
+    auto next = core::apply_pin_accept(std::move(current), key, expected);
+    if (next) pins_[key] = *next;
+    co_return next;
 }
 
 boost::asio::awaitable<core::result<std::vector<core::pin>>> memory_store::async_pins() {

@@ -37,8 +37,10 @@ public:
     boost::asio::awaitable<core::result<core::record>> async_seal(std::string run_id, std::string status,
                                                                   std::string reason) override;
 
-    boost::asio::awaitable<core::result<core::pin_verdict>> async_check_pin(std::string key, std::string digest) override;
-    boost::asio::awaitable<core::result<core::pin>> async_accept_pin(std::string key) override;
+    boost::asio::awaitable<core::result<core::pin_verdict>> async_check_pin(std::string key, std::string digest,
+                                                                                std::string definition = {}) override;
+    boost::asio::awaitable<core::result<core::pin>> async_accept_pin(std::string key,
+                                                                   std::optional<std::string> expected = {}) override;
     boost::asio::awaitable<core::result<std::vector<core::pin>>> async_pins() override;
 
 private:

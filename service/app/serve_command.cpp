@@ -4,6 +4,7 @@
 #include "service/app/cpus.hpp"
 #include "service/app/lifecycle.hpp"
 #include "service/app/ops_routes.hpp"
+#include "service/app/pin_watch.hpp"
 #include "service/app/reload.hpp"
 #include "service/app/reload_plan.hpp"
 #include "service/app/server_options.hpp"
@@ -192,6 +193,8 @@ std::shared_ptr<rest_api> make_rest(config const& c, service_core const& sc, ser
     ro.tools = [backend = sv.backend](std::string principal) {
         return backend->current()->async_tools_for(std::move(principal));
     };
+    ro.pins = sc.journal;
+    ro.pin_accepted = [backend = sv.backend](std::string const& server) { backend->current()->pins_changed(server); };
     std::map<std::string, bool> trusted;
     for (auto const& p : c.principals) trusted[p.name] = p.trusted;
     ro.runs = std::make_shared<runner_control>(sc.runs, std::move(trusted));
@@ -259,6 +262,16 @@ void sample_gauges(airlock_metrics& metrics, http_server& server, std::shared_pt
             m.journal_file_bytes.with({}).set(static_cast<std::int64_t>(use.file_bytes));
         }
     });
+}
+
+// How often the pins are read for acceptances made by another process.
+constexpr std::chrono::milliseconds pin_watch_interval{1000};
+
+// Held weakly, like the scrape sampler: the backend owns what records into the journal.
+std::function<void(std::string const&)> pin_watcher(std::shared_ptr<reloadable_backend> const& backend) {
+    return [weak = std::weak_ptr<reloadable_backend>(backend)](std::string const& server) {
+        if (auto b = weak.lock()) b->current()->pins_changed(server);
+    };
 }
 
 // Binds the listener; the address it serves on ("http://127.0.0.1:8787", "unix:/run/airlock.sock"),
@@ -356,6 +369,9 @@ int run_serve(std::vector<std::string> const& args) {
     if (oauth) mcp::spawn_logged(ioc.get_executor(), oauth->keys->async_start(), "oauth keys");
     // Capabilities and pins are known sooner when the upstreams are met before the first client.
     mcp::spawn_logged(ioc.get_executor(), sc->gw->async_connect_upstreams(), "connect upstreams");
+    // A pin accepted from another process (airlock pins accept) is served at once.
+    mcp::spawn_logged(ioc.get_executor(), async_watch_pins(sc->journal, pin_watcher(sv->backend), pin_watch_interval),
+                      "pin watch");
     // Agent runs a previous process admitted and did not finish go on from their journals.
     mcp::spawn_logged(ioc.get_executor(), async_resume_runs(sc->runs, sc->journal, sc->owner), "resume runs");
     // journal.retention: sealed runs past it are pruned now and then, while serving.

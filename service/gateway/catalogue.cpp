@@ -72,6 +72,12 @@ std::string tool_definition_digest(mcp::tool const& t) {
     return core::sha256_hex(text ? *text : json::serialize(def));
 }
 
+std::string tool_definition_text(mcp::tool const& t) {
+    auto def = json::value_from(t);
+    auto text = core::canonical(def);
+    return text ? *text : json::serialize(def);
+}
+
 catalogue::catalogue(catalogue_options options, std::shared_ptr<roster const> who, std::shared_ptr<session_runs> runs,
                      std::shared_ptr<relays> streams)
     : options_(std::move(options)), roster_(std::move(who)), runs_(std::move(runs)), streams_(std::move(streams)) {
@@ -270,7 +276,10 @@ asio::awaitable<catalogue_entry> catalogue::async_entry_of(gateway_upstream cons
         auto digest = tool_definition_digest(t.spec);
         // Arguments are named before co_await throughout: GCC 12 mishandles temporaries there.
         auto pin_key = up.name + "/" + t.upstream_name;
-        auto verdict = co_await options_.pins->async_check_pin(pin_key, digest);
+        // The whole definition as the upstream sent it is kept with the pin, so that a change can
+        // be reviewed (airlock pins show) before it is accepted.
+        auto definition = tool_definition_text(t.spec);
+        auto verdict = co_await options_.pins->async_check_pin(pin_key, digest, std::move(definition));
         if (!verdict) {
             spdlog::error("upstream {}: cannot check the pin of {}: {}; withheld", up.name, t.upstream_name,
                           verdict.error().message);
@@ -278,8 +287,9 @@ asio::awaitable<catalogue_entry> catalogue::async_entry_of(gateway_upstream cons
         } else if (*verdict == core::pin_verdict::changed) {
             // Rug-pull protection: a tool whose definition changed under the operator is withheld
             // until someone accepts the new definition (airlock pins accept).
-            spdlog::warn("upstream {}: the definition of {} changed since it was pinned; withheld until accepted",
-                         up.name, t.upstream_name);
+            spdlog::warn("upstream {}: the definition of {} changed since it was pinned; withheld until accepted "
+                         "(review it: airlock pins show {} {})",
+                         up.name, t.upstream_name, up.name, t.upstream_name);
             e.withheld = "its definition changed since it was pinned (airlock pins accept)";
             if (report_once(pin_key + " " + digest)) co_await async_report_pin_change(up, t, digest);
         } else if (*verdict == core::pin_verdict::first_seen) {

@@ -29,6 +29,8 @@ namespace airlock::service {
 
 // SHA-256 of the canonical {name, description, inputSchema} of a tool: what a pin covers.
 std::string tool_definition_digest(mcp::tool const& t);
+// The whole definition (title and annotations too) as canonical JSON text: what a pin keeps for review.
+std::string tool_definition_text(mcp::tool const& t);
 
 // What the gateway knows of an upstream: up when its last catalogue read succeeded, down when it
 // failed, unknown before the first read ends, refused when egress does not allow its destination

@@ -217,6 +217,10 @@ asio::awaitable<mcp::handler_result> gateway::async_list(mcp::request const& req
     co_return json::object{{"tools", std::move(list)}};
 }
 
+void gateway::pins_changed(std::string const& server) {
+    if (roster_->upstream(server)) catalogue_->list_changed(server);
+}
+
 void gateway::upstream_notification(std::string const& server, mcp::notification const& n) {
     if (n.method == "notifications/tools/list_changed") {
         catalogue_->list_changed(server);

@@ -117,6 +117,10 @@ public:
     // What the gateway knows of each upstream, in configuration order (catalogue.hpp).
     using upstream_state = service::upstream_state;
     std::vector<std::pair<std::string, upstream_state>> upstream_states() const;
+    // A pin of `server`'s tools changed outside a catalogue read (an operator accepted one): its
+    // tools are read again at once, and the streams whose principal's list changed are told, as
+    // after the upstream's own list_changed.
+    void pins_changed(std::string const& server);
     // Re-reads the catalogues whose TTL (or failure backoff) has passed, so upstream_states()
     // follows upstreams that come and go even when no call touches them.
     boost::asio::awaitable<void> async_probe_upstreams();

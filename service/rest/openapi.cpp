@@ -128,12 +128,38 @@ constexpr char const* openapi_text = R"json({
       "get": {"summary": "The gateway tools the caller may call", "operationId": "listTools",
         "responses": {"200": {"description": "Tools, as MCP tool objects", "content": {"application/json": {"schema": {"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "object"}}}}}}},
                       "401": {"$ref": "#/components/responses/Problem"}}}
+    },
+    "/v1/pins": {
+      "get": {"summary": "Every pinned upstream tool definition and whether a changed one awaits acceptance (operators only)", "operationId": "listPins",
+        "responses": {"200": {"description": "Pins", "content": {"application/json": {"schema": {"type": "object", "properties": {"pins": {"type": "array", "items": {"$ref": "#/components/schemas/Pin"}}}}}}},
+                      "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"},
+                      "503": {"$ref": "#/components/responses/Problem"}}}
+    },
+    "/v1/pins/{server}/{tool}": {
+      "parameters": [{"$ref": "#/components/parameters/PinServer"}, {"$ref": "#/components/parameters/PinTool"}],
+      "get": {"summary": "One pin: its pinned and its pending definition and what changed (operators only)", "operationId": "getPin",
+        "responses": {"200": {"description": "The pin", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PinReview"}}}},
+                      "401": {"$ref": "#/components/responses/Problem"}, "403": {"$ref": "#/components/responses/Problem"},
+                      "404": {"$ref": "#/components/responses/Problem"}, "503": {"$ref": "#/components/responses/Problem"}}}
+    },
+    "/v1/pins/{server}/{tool}/accept": {
+      "parameters": [{"$ref": "#/components/parameters/PinServer"}, {"$ref": "#/components/parameters/PinTool"}],
+      "post": {"summary": "Make the pending definition the pinned one; the running gateway serves it at once (operators only)", "operationId": "acceptPin",
+        "requestBody": {"required": false, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": false, "properties": {
+          "pending_digest": {"type": "string", "description": "The digest of the definition reviewed: refused with 409 if the pending one is another"}}}}}},
+        "responses": {"200": {"description": "The pin as accepted", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Pin"}}}},
+                      "400": {"$ref": "#/components/responses/Problem"}, "401": {"$ref": "#/components/responses/Problem"},
+                      "403": {"$ref": "#/components/responses/Problem"}, "404": {"$ref": "#/components/responses/Problem"},
+                      "409": {"$ref": "#/components/responses/Problem"}, "415": {"$ref": "#/components/responses/Problem"},
+                      "422": {"$ref": "#/components/responses/Problem"}, "503": {"$ref": "#/components/responses/Problem"}}}
     }
   },
   "components": {
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
     "parameters": {
-      "RunId": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}
+      "RunId": {"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+      "PinServer": {"name": "server", "in": "path", "required": true, "description": "The upstream's name", "schema": {"type": "string"}},
+      "PinTool": {"name": "tool", "in": "path", "required": true, "description": "The tool's own name at the upstream, percent-encoded", "schema": {"type": "string"}}
     },
     "responses": {
       "Problem": {"description": "An RFC 9457 problem", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
@@ -170,7 +196,14 @@ constexpr char const* openapi_text = R"json({
         "decision": {"enum": ["approve", "reject"]}, "reason": {"type": "string", "maxLength": 4096}}},
       "Agent": {"type": "object", "properties": {
         "name": {"type": "string"}, "version": {"type": "string"}, "digest": {"type": "string"},
-        "provides": {"type": "array", "items": {"type": "string"}}, "grants": {"type": "array", "items": {"type": "object"}}}}
+        "provides": {"type": "array", "items": {"type": "string"}}, "grants": {"type": "array", "items": {"type": "object"}}}},
+      "Pin": {"type": "object", "properties": {
+        "key": {"type": "string"}, "server": {"type": "string"}, "tool": {"type": "string"}, "status": {"enum": ["pinned", "changed"]},
+        "pinned_digest": {"type": "string"}, "pending_digest": {"type": ["string", "null"]}}},
+      "PinReview": {"allOf": [{"$ref": "#/components/schemas/Pin"}, {"type": "object", "properties": {
+        "pinned_definition": {"type": ["object", "null"], "description": "null: pinned by an airlock that kept only digests"},
+        "pending_definition": {"type": ["object", "null"]},
+        "diff": {"type": ["string", "null"], "description": "What changed, field by field, as a line diff; null unless both definitions are kept"}}}]}
     }
   }
 })json";

@@ -3,6 +3,7 @@
 #include "service/ops/request_observer.hpp"
 #include "service/rest/agent_routes.hpp"
 #include "service/rest/approval_routes.hpp"
+#include "service/rest/pin_routes.hpp"
 #include "service/rest/route_context.hpp"
 #include "service/rest/run_routes.hpp"
 
@@ -45,6 +46,9 @@ constexpr route route_table[] = {
     {http::verb::post, "/v1/runs/{id}/approvals/{effect}", rest_routes::async_decide_approval},
     {http::verb::get, "/v1/agents", rest_routes::async_list_agents},
     {http::verb::get, "/v1/tools", rest_routes::async_list_tools},
+    {http::verb::get, "/v1/pins", rest_routes::async_list_pins},
+    {http::verb::get, "/v1/pins/{server}/{tool}", rest_routes::async_get_pin},
+    {http::verb::post, "/v1/pins/{server}/{tool}/accept", rest_routes::async_accept_pin},
 };
 
 std::vector<std::string_view> split_template(std::string_view path) {

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/journal.hpp"
+#include "core/pins.hpp"
 #include "mcp/protocol/log_throttle.hpp"
 #include "service/http/door.hpp"
 #include "service/http/http_server.hpp"
@@ -95,6 +96,12 @@ struct rest_api_options {
     std::function<bool(std::string_view principal)> is_operator;
     std::vector<std::string> allowed_hosts;
     std::vector<std::string> allowed_origins;
+
+    // The pinned tool definitions (GET /v1/pins..., POST .../accept; operators only). Null: those
+    // routes answer 503.
+    std::shared_ptr<core::pin_store> pins;
+    // Told which upstream's pin was accepted, so the gateway in force serves it at once.
+    std::function<void(std::string const& server)> pin_accepted;
 
     std::chrono::seconds max_wait{60};  // the largest ?wait= honoured
     std::size_t max_page = 500;         // the largest ?limit= honoured
