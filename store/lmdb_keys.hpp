@@ -3,10 +3,12 @@
 // store/: the file format is these bytes, so a change here is a change of format.
 
 #include "core/error.hpp"
+#include "core/pins.hpp"
 
 #include <lmdb.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,5 +28,10 @@ std::string record_key(std::string_view run_id, std::uint64_t seq);
 // they are stored by digest.
 std::string effect_db_key(std::string_view run_id, std::string_view effect_key);
 std::string admission_db_key(std::string_view key);
+
+// A pin as the pins table keeps it: {"pinned", "pending"?, "pinned_definition"?, "pending_definition"?}.
+core::result<std::optional<core::pin>> read_pin(MDB_txn* txn, MDB_dbi dbi, std::string const& key);
+core::result<void> write_pin(MDB_txn* txn, MDB_dbi dbi, core::pin const& p);
+core::result<void> check_pin_key(std::string const& key);
 
 }  // namespace airlock::store::detail

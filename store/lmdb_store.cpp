@@ -32,13 +32,16 @@ using core::result;
 using detail::admission_db_key;
 using detail::as_val;
 using detail::as_view;
+using detail::check_pin_key;
 using detail::effect_db_key;
 using detail::inline_op;
 using detail::lmdb_error;
+using detail::read_pin;
 using detail::read_txn;
 using detail::record_key;
 using detail::typed_op;
 using detail::write_op;
+using detail::write_pin;
 
 // When an append may be committed inline (see try_commit_inline): the last batch held at most
 // this many ops (at one call at a time: a gateway call's start record and the previous call's
@@ -682,46 +685,6 @@ result<std::optional<core::chain_fault>> lmdb_store::verify(std::string const& r
     return impl_->verify(run_id);
 }
 
-namespace {
-
-result<std::optional<core::pin>> read_pin(MDB_txn* txn, MDB_dbi dbi, std::string const& key) {
-    MDB_val k = as_val(key), v;
-    int rc = mdb_get(txn, dbi, &k, &v);
-    if (rc == MDB_NOTFOUND) return std::optional<core::pin>{};
-    if (rc != 0) return lmdb_error(rc, "read pin");
-    boost::system::error_code ec;
-    auto j = boost::json::parse(as_view(v), ec);
-    auto const* o = j.if_object();
-    auto const* pinned = o ? o->if_contains("pinned") : nullptr;
-    if (ec || !pinned || !pinned->is_string()) return make_error("corrupt", "pin of " + key + " is unreadable");
-    core::pin p{key, std::string(pinned->get_string()), std::nullopt, {}, {}};
-    auto text = [&](char const* name) {
-        auto const* v = o->if_contains(name);
-        return v && v->is_string() ? std::optional<std::string>(v->get_string()) : std::nullopt;
-    };
-    p.pending = text("pending");
-    p.pinned_definition = text("pinned_definition").value_or("");
-    p.pending_definition = text("pending_definition").value_or("");
-    return std::optional<core::pin>(std::move(p));
-}
-
-result<void> write_pin(MDB_txn* txn, MDB_dbi dbi, core::pin const& p) {
-    boost::json::object o{{"pinned", p.pinned}};
-    if (p.pending) o["pending"] = *p.pending;
-    if (!p.pinned_definition.empty()) o["pinned_definition"] = p.pinned_definition;
-    if (!p.pending_definition.empty()) o["pending_definition"] = p.pending_definition;
-    auto text = boost::json::serialize(o);
-    MDB_val k = as_val(p.key), v = as_val(text);
-    if (int rc = mdb_put(txn, dbi, &k, &v, 0); rc != 0) return lmdb_error(rc, "write pin");
-    return {};
-}
-
-result<void> check_pin_key(std::string const& key) {
-    if (key.empty() || key.size() > 400) return make_error("invalid_key", "pin key must be 1 to 400 bytes");
-    return {};
-}
-
-}  // namespace
 
 asio::awaitable<result<core::pin_verdict>> lmdb_store::async_check_pin(std::string key, std::string digest,
                                                                      std::string definition) {
