@@ -205,11 +205,12 @@ TEST_CASE("every runnable block of the README runs against an airlock started as
     auto at_port = [&](std::string const& s) { return replace_all(s, readme_port, "127.0.0.1:" + port); };
 
     std::string run_id;
-    int ran = 0;
+    int ran = 0, starts = 0;
     for (auto const& b : blocks) {
         if (b.marker == "what airlock prints when it starts") {
             INFO("README.md:" << b.line << " against:\n" << airlock->stdout_text());
             CHECK(shows(at_port(b.body), airlock->stdout_text()));
+            ++starts;
         }
         if (b.lang != "sh" || !b.marker.starts_with("run")) continue;
         auto script = at_port(b.body);
@@ -226,6 +227,7 @@ TEST_CASE("every runnable block of the README runs against an airlock started as
         }
     }
     CHECK(ran >= 12);
+    CHECK(starts == 1);
     airlock->signal(SIGTERM);
     CHECK(airlock->wait(30s) == 0);
 }
