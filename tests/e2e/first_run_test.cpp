@@ -3,6 +3,7 @@
 // into a shell as they are. They must work: list the gateway's tools, start a TELLER run, show its
 // journal. The signing key is made on the first start and the same key is used on the next.
 
+#include "tests/e2e/checkout_copy.hpp"
 #include "tests/e2e/sidecar_deployment.hpp"
 #include "tests/support/child_process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -30,28 +31,6 @@ std::string read_file(fs::path const& p) {
     return s.str();
 }
 
-// The repository as the example configuration expects it around itself: examples/ copied (so its
-// ../var lands in the temporary directory) and the npm peers reached where a checkout has them.
-struct checkout_copy {
-    temp_dir dir{"airlock-first-run"};
-    checkout_copy() {
-        fs::copy(fs::path(AIRLOCK_SOURCE_DIR) / "examples", dir.path() / "examples", fs::copy_options::recursive);
-        fs::create_directories(dir.path() / "tests" / "peers");
-        fs::create_directory_symlink(fs::path(AIRLOCK_PEERS_DIR) / "node_modules",
-                                     dir.path() / "tests" / "peers" / "node_modules");
-    }
-    // `airlock serve` started from the copy's top directory, as `make run` starts it from the checkout's.
-    std::unique_ptr<child_process> serve(std::string const& hints_flag) const {
-        auto cmd = "cd '" + dir.path().string() + "' && exec '" + std::string(AIRLOCK_BINARY) +
-                   "' serve --config examples/airlock.yaml --listen 127.0.0.1:0 " + hints_flag;
-        return std::make_unique<child_process>(std::vector<std::string>{"/bin/bash", "-c", cmd});
-    }
-    // A command pasted into a shell in the same directory.
-    command_result paste(std::string const& command) const {
-        return run_command({"/bin/bash", "-c", "cd '" + dir.path().string() + "' && " + command}, 60s);
-    }
-};
-
 // The command printed under the comment line starting with `heading`: its lines up to the next
 // blank line or comment (continuation backslashes kept: the shell reads them).
 std::string command_after(std::string const& text, std::string const& heading) {
@@ -66,15 +45,6 @@ std::string command_after(std::string const& text, std::string const& heading) {
         out += line + "\n";
     }
     return out;
-}
-
-// Waits until stdout holds `needle` (the hints are written once the server listens).
-bool wait_for_stdout(child_process& p, std::string const& needle) {
-    for (int i = 0; i < 300; ++i) {
-        if (p.stdout_text().find(needle) != std::string::npos) return true;
-        std::this_thread::sleep_for(100ms);
-    }
-    return false;
 }
 
 }  // namespace
