@@ -222,10 +222,17 @@ std::optional<tool_grant> read_grant(reader& r, YAML::Node const& n, std::string
         r.fail("missing_field", path + ".ref is required");
     } else if (auto s = r.string(v, path + ".ref")) {
         auto parsed = tool_id::parse(*s);
-        if (!parsed)
-            r.fail("invalid_tool_ref", path + ".ref is not an exact tool://server/name: " + parsed.error().message);
-        else
+        if (parsed)
             ref = *parsed;
+        else if (auto meant = meant_by_wire_spelling(*s))
+            // Copied from a client's tools/list or from the upstream's own name: the fix is
+            // certain, so say it rather than the grammar it breaks.
+            r.fail("invalid_tool_ref", path + ".ref " + in_quotes(*s) +
+                                           " is the wire spelling of a tool, which a ref cannot hold (a ref writes "
+                                           "'-' as '.', \"__\" as \"_.\" and tool://server/name); write " +
+                                           meant->uri());
+        else
+            r.fail("invalid_tool_ref", path + ".ref is not an exact tool://server/name: " + parsed.error().message);
     }
 
     bool mutates = true;

@@ -67,6 +67,44 @@ result<tool_id> tool_id::from_wire_name(std::string_view wire) {
     return made;
 }
 
+std::string ref_spelling(std::string_view name) {
+    std::string out;
+    out.reserve(name.size());
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        if (name[i] == '_' && i + 1 < name.size() && name[i + 1] == '_') {
+            // "__" would split the wire name again; "_." keeps both underscores' meaning visible.
+            out += "_.";
+            ++i;
+            continue;
+        }
+        out += name[i] == '-' ? '.' : name[i];
+    }
+    return out;
+}
+
+std::optional<tool_id> meant_by_wire_spelling(std::string_view written) {
+    if (tool_id::parse(written)) return std::nullopt;
+    auto rest = written;
+    bool const schemed = rest.starts_with(scheme);
+    if (schemed) rest.remove_prefix(scheme.size());
+    std::string_view server, name;
+    if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+        // tool://fs/list-directory: the name as the upstream lists it, or as the wire shows it.
+        if (!schemed) return std::nullopt;
+        server = rest.substr(0, slash);
+        name = rest.substr(slash + 1);
+    } else if (auto sep = rest.find("__"); sep != std::string_view::npos) {
+        // fs__list-directory (or tool://fs__list-directory): a wire name, copied from a client.
+        server = rest.substr(0, sep);
+        name = rest.substr(sep + 2);
+    } else {
+        return std::nullopt;
+    }
+    auto id = tool_id::make(ref_spelling(server), ref_spelling(name));
+    if (!id) return std::nullopt;
+    return *id;
+}
+
 std::string tool_id::uri() const { return std::string(scheme) + server_ + "/" + name_; }
 
 std::string tool_id::wire_name() const {

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 
 #include <compare>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,16 @@ private:
     std::string server_;
     std::string name_;
 };
+
+// A tool name as a ref spells it: '-' (how wire names show '.', and what many upstreams use) read
+// as '.', and "__" read as "_.". "list-directory" is "list.directory". No check that it is valid.
+std::string ref_spelling(std::string_view name);
+
+// The tool a ref written in a wire or upstream spelling means: "tool://fs/list-directory",
+// "fs__list-directory" and "tool://fs__list-directory" all mean tool://fs/list.directory, and
+// "tool://inner/everything__echo" means tool://inner/everything_.echo. nullopt when `written`
+// parses as a tool id already, and when no such reading makes one.
+std::optional<tool_id> meant_by_wire_spelling(std::string_view written);
 
 // Why a component is unacceptable, or an empty string when it is fine. `what` names the component.
 std::string tool_id_component_problem(std::string_view component, std::string_view what);

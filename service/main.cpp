@@ -41,6 +41,7 @@ constexpr subcommand subcommands[] = {
     {"journal", "verify, show, export and import journaled runs", true},
     {"pins", "list pinned upstream tool definitions, accept a changed one", true},
     {"tools", "list the tools of one upstream MCP server (stdio:CMD or an http(s) URL)", true},
+    {"grants", "print a manifest granting the tools of one upstream MCP server (--read-only: its read-only ones)", true},
     {"call", "call one tool of an upstream MCP server and print the result", true},
     {"ask", "send one message to a configured model provider and print its completion", true},
     {"verify-provenance", "verify a signed provenance block against a public key", true},
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
     if (cmd == "keygen") return airlock::service::run_keygen(rest);
     if (cmd == "verify-provenance") return airlock::service::run_verify_provenance(rest);
     if (cmd == "call") return airlock::service::run_call(rest);
+    if (cmd == "grants") return airlock::service::run_grants(rest);
     for (auto const& c : subcommands) {
         if (cmd == c.name) {
             std::cerr << "airlock: '" << cmd << "' is not available in this build yet\n";

@@ -31,20 +31,10 @@ asio::awaitable<bool> async_caller_gave_up() {
 }  // namespace
 
 core::result<std::string> airlock_tool_name(std::string_view upstream_name) {
-    std::string name;
-    name.reserve(upstream_name.size());
-    for (std::size_t i = 0; i < upstream_name.size(); ++i) {
-        char c = upstream_name[i];
-        if (c == '_' && i + 1 < upstream_name.size() && upstream_name[i + 1] == '_') {
-            // "__" (an upstream that is itself a gateway: another airlock's server__tool) becomes
-            // "_.", shown on the wire as "_-": outer__inner_-tool. The client maps names back
-            // through the listing, so the escape never has to be undone by parsing.
-            name += "_.";
-            ++i;
-            continue;
-        }
-        name += c == '-' ? '.' : c;
-    }
+    // "__" (an upstream that is itself a gateway: another airlock's server__tool) becomes "_.",
+    // shown on the wire as "_-": outer__inner_-tool. The client maps names back through the
+    // listing, so the escape never has to be undone by parsing.
+    auto name = core::ref_spelling(upstream_name);
     if (auto p = core::tool_id_component_problem(name, "tool name"); !p.empty())
         return core::make_error("unrepresentable_tool_name", "upstream tool '" + std::string(upstream_name) + "': " + p);
     return name;

@@ -1,8 +1,10 @@
 #include "service/cli/check_command.hpp"
 
+#include "core/grant_hints.hpp"
 #include "core/manifest.hpp"
 #include "mcp/client/spawn_logged.hpp"
 #include "service/app/oauth.hpp"
+#include "service/app/wiring.hpp"
 #include "service/config/config.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -38,15 +40,70 @@ int check_manifest(std::string const& path, std::string const& text) {
     return 0;
 }
 
-// --online: what only the network can tell. Each auth.oauth issuer: its metadata discovered and
-// its keys fetched, as `airlock serve` would at start (egress and TLS settings included).
-int check_online(std::string const& path, config const& c) {
+using tool_list = core::tool_result<std::vector<mcp::upstream_tool>>;
+
+// Every upstream egress lets airlock reach, listed all at once (one slow to start delays none of
+// the others) through the client `airlock serve` would use, then closed, its child reaped.
+std::vector<std::optional<tool_list>> list_upstream_tools(config const& c) {
+    boost::asio::io_context ioc;
+    std::vector<std::optional<tool_list>> lists(c.upstreams.size());
+    auto list_one = [](std::shared_ptr<mcp::mcp_client> client, std::optional<tool_list>& out) -> boost::asio::awaitable<void> {
+        out = co_await client->async_list_tools();
+        // Named, not braced inside the co_await: GCC 12 destroys such a temporary twice.
+        std::vector<std::shared_ptr<mcp::mcp_client>> clients{std::move(client)};
+        co_await async_close_upstreams(std::move(clients));
+    };
+    for (std::size_t i = 0; i < c.upstreams.size(); ++i) {
+        if (!c.egress.permits(c.upstreams[i].destination)) continue;
+        auto client = make_upstream_client(c.upstreams[i], c.egress, ioc.get_executor());
+        mcp::spawn_logged(ioc.get_executor(), list_one(std::move(client), lists[i]), "upstream tools check");
+    }
+    ioc.run();
+    return lists;
+}
+
+// Each grant, of a principal or an agent, of a tool its upstream does not offer: a warning with
+// the names it does offer, as `airlock serve` logs it once the upstream's tools are listed.
+void report_unoffered(std::string const& path, config const& c, std::string const& server,
+                      std::vector<mcp::upstream_tool> const& tools) {
+    std::vector<core::tool_id> offered;
+    for (auto const& t : tools) offered.push_back(t.id);
+    for (auto const& p : c.principals)
+        for (auto const& hint : core::unoffered_grants(p.manifest, server, offered))
+            std::cout << path << ": warning: principal " << p.name << ": " << hint << "\n";
+    for (auto const& a : c.agents)
+        for (auto const& hint : core::unoffered_grants(a.manifest, server, offered))
+            std::cout << path << ": warning: agent " << a.name << ": " << hint << "\n";
+}
+
+// Each upstream: its tools listed, and the grants that name a tool it lacks. One that cannot be
+// listed is an error, unless it is optional (airlock starts and serves without it).
+int check_upstreams(std::string const& path, config const& c) {
+    auto lists = list_upstream_tools(c);
+    int rc = 0;
+    for (std::size_t i = 0; i < c.upstreams.size(); ++i) {
+        auto const& u = c.upstreams[i];
+        if (!lists[i]) {
+            std::cout << "skipped upstream " << u.name << ": not in egress, so never contacted\n";
+        } else if (!*lists[i]) {
+            auto const& e = lists[i]->error();
+            std::cout << path << (u.optional ? ": warning: " : ": error: ") << "upstream " << u.name
+                      << ": its tools could not be listed (" << core::to_string(e.kind) << ": " << e.detail << ")\n";
+            if (!u.optional) rc = 1;
+        } else {
+            std::cout << "ok upstream " << u.name << ": " << (*lists[i])->size() << " tools\n";
+            report_unoffered(path, c, u.name, **lists[i]);
+        }
+    }
+    return rc;
+}
+
+// Each auth.oauth issuer: its metadata discovered and its keys fetched, as `airlock serve` would at
+// start (egress and TLS settings included).
+int check_oauth_issuers(std::string const& path, config const& c) {
     boost::asio::io_context ioc;
     auto oauth = make_oauth(c, ioc.get_executor(), nullptr);
-    if (!oauth) {
-        std::cout << "online: nothing to contact (no auth.oauth)\n";
-        return 0;
-    }
+    if (!oauth) return 0;
     auto keys = oauth->keys;
     auto once = [](std::shared_ptr<oauth_keys> k) -> boost::asio::awaitable<void> {
         co_await k->async_start();
@@ -64,6 +121,17 @@ int check_online(std::string const& path, config const& c) {
         }
     }
     return rc;
+}
+
+// --online: what only the network can tell, contacted as `airlock serve` would.
+int check_online(std::string const& path, config const& c) {
+    if (c.upstreams.empty() && !c.auth.oauth) {
+        std::cout << "online: nothing to contact (no upstreams, no auth.oauth)\n";
+        return 0;
+    }
+    int const upstreams = check_upstreams(path, c);
+    int const issuers = check_oauth_issuers(path, c);
+    return upstreams || issuers ? 1 : 0;
 }
 
 int check_config(std::string const& path, bool online) {
@@ -89,7 +157,9 @@ int run_check(std::vector<std::string> const& args) {
                      "  an agent manifest (kind: Agent): prints 'ok <name> <version> <digest>'\n"
                      "  a configuration file: prints 'ok config FILE' and a summary\n"
                      "  otherwise each error with its field path, and exit code 1\n"
-                     "  --online: also contact what the configuration names (auth.oauth issuers: metadata and keys)\n";
+                     "  --online: also contact what the configuration names: each upstream (its tools listed, and\n"
+                     "            every grant of a tool it does not offer named with the closest it does) and\n"
+                     "            each auth.oauth issuer (metadata and keys)\n";
         return 0;
     }
     bool online = false;

@@ -4,6 +4,7 @@
 #include "mcp/client/client.hpp"
 #include "mcp/client/http_transport.hpp"
 #include "mcp/client/stdio_transport.hpp"
+#include "service/cli/grants_skeleton.hpp"
 #include "service/cli/support.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -58,10 +59,14 @@ namespace {
 constexpr char tools_usage[] =
     "usage: airlock tools --server SPEC [--name NAME] [--env K=V]... [--header 'N: V']... [--timeout SECONDS] [--insecure]\n"
     "       airlock call  --server SPEC [same options] TOOL [JSON]\n"
+    "       airlock grants --server SPEC [same options] [--read-only]\n"
     "  SPEC  'stdio:COMMAND ARGS...' (started without a shell; only PATH and --env variables reach it)\n"
     "        or http(s)://host:port/path (Streamable HTTP; --header adds a request header such as\n"
     "        'Authorization: Bearer ...'; --insecure skips TLS verification)\n"
-    "  TOOL  the tool's name as the server lists it, or its airlock wire name NAME__tool\n";
+    "  TOOL  the tool's name as the server lists it, or its airlock wire name NAME__tool\n"
+    "  NAME  (--name) the upstream's name in the configuration, the SERVER of tool://SERVER/TOOL\n"
+    "  tools prints each tool's name, wire name, whether it mutates, its ref: line and description;\n"
+    "  grants prints a principal's manifest granting them all (--read-only: only the read-only ones)\n";
 
 struct upstream_args {
     std::string spec;
@@ -195,7 +200,7 @@ int run_tools(std::vector<std::string> const& args) {
         } else {
             for (auto const& t : *listed) {
                 std::cout << t.spec.name << "\t" << t.id.wire_name() << "\t"
-                          << (mcp::may_mutate(t.spec) ? "mutates" : "read-only") << "\t"
+                          << (mcp::may_mutate(t.spec) ? "mutates" : "read-only") << "\t" << ref_line(t) << "\t"
                           << first_line(t.spec.description.value_or("")) << "\n";
             }
             std::cerr << listed->size() << " tools; era " << mcp::to_string(client->current_era()) << " "
@@ -261,6 +266,40 @@ int run_call(std::vector<std::string> const& args) {
             }
         }
         std::cerr << "era " << mcp::to_string(client->current_era()) << " " << client->protocol_version() << "\n";
+        co_await client->async_close();
+        co_return rc;
+    };
+    return cli::run_sync(ioc, task());
+}
+
+int run_grants(std::vector<std::string> const& args) {
+    bool read_only = false;
+    std::vector<std::string> rest;
+    for (auto const& a : args) {
+        if (a == "--read-only") read_only = true;
+        else rest.push_back(a);
+    }
+    upstream_args a;
+    if (int rc = parse_args("grants", rest, a); rc >= 0) return rc;
+    if (!a.positional.empty()) {
+        std::cerr << "airlock grants: unexpected argument '" << a.positional[0] << "'\n";
+        return 2;
+    }
+    asio::io_context ioc;
+    auto client = make_client(ioc, a, "grants");
+    if (!client) return 2;
+    auto task = [&]() -> asio::awaitable<int> {
+        auto listed = co_await client->async_list_tools();
+        int rc = 0;
+        if (!listed) {
+            std::cerr << "airlock grants: " << core::to_string(listed.error().kind) << ": " << listed.error().detail << "\n";
+            rc = 1;
+        } else {
+            std::cout << grants_skeleton(a.name, *listed, read_only);
+            if (a.name == "upstream")
+                std::cerr << "the refs name the server 'upstream'; pass --name with the upstream's name in your "
+                             "configuration\n";
+        }
         co_await client->async_close();
         co_return rc;
     };

@@ -1,5 +1,6 @@
 #pragma once
-// `airlock tools` and `airlock call`: talk to one upstream MCP server by hand, for debugging.
+// `airlock tools`, `airlock call` and `airlock grants`: talk to one upstream MCP server by hand, to
+// debug it or to write the grants of its tools.
 
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@ namespace airlock::service {
 
 int run_tools(std::vector<std::string> const& args);
 int run_call(std::vector<std::string> const& args);
+int run_grants(std::vector<std::string> const& args);
 
 // Splits a command line the way a user means it: whitespace separates, '...' and "..." group,
 // backslash escapes the next character. No expansion of any kind happens.

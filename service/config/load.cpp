@@ -99,6 +99,18 @@ void read_sections(reader& r, YAML::Node const& doc, config& c, std::vector<std:
     if (auto const v = section(doc, "runs")) read_runs(r, v, c.runs);
 }
 
+// The fix that keeps the policy comes first: protected fields that accept the principal's values open
+// this one grant, and only for the fields named. The other two open more than asked for: `mutates:
+// false` also lets recovery repeat a call in doubt, and `trusted: true` opens every grant of the
+// principal and the input of the runs it starts.
+std::string unusable_grant_warning(std::string const& principal, std::string const& ref, std::string const& why) {
+    return "principal " + principal + ": every call to " + ref + " would be refused (" + why +
+           "), so it is not listed. To let " + principal + " call it, name the arguments that say what it acts on " +
+           "in protected_fields with `allowed_sources: [\"principal:" + principal + "\"]` (e.g. `protected_fields: " +
+           "[{path: /account, allowed_sources: [\"principal:" + principal + "\"]}]`); or, weakening the policy, " +
+           "grant it with `mutates: false` if it only reads, or mark the principal `trusted: true`";
+}
+
 // What holds between principals: one anonymous at most, a token each, grants their label allows.
 void check_principals(reader& r, config const& c, std::vector<std::size_t> const& principal_at) {
     // Requests without credentials can be served as one principal only.
@@ -141,9 +153,7 @@ void check_principals(reader& r, config const& c, std::vector<std::size_t> const
                           core::sensitivity::public_};
         for (auto const& g : pr.manifest.tools)
             if (auto d = core::refused_whatever_the_arguments(g, whole); !d)
-                r.warn("principal " + pr.name + ": every call to " + g.ref.uri() + " would be refused (" +
-                       d.refusal()->detail + "), so it is not listed; grant it with `mutates: false` if it only " +
-                       "reads, or mark the principal `trusted: true`");
+                r.warn(unusable_grant_warning(pr.name, g.ref.uri(), d.refusal()->detail));
     }
 }
 

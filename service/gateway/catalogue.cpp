@@ -1,6 +1,7 @@
 #include "service/gateway/catalogue.hpp"
 
 #include "core/canonical_json.hpp"
+#include "core/grant_hints.hpp"
 #include "core/sha256.hpp"
 #include "core/visible_text.hpp"
 #include "mcp/client/spawn_logged.hpp"
@@ -243,12 +244,23 @@ asio::awaitable<void> catalogue::async_read_tools(gateway_upstream const& up, st
     std::vector<catalogue_entry> entries;
     std::size_t first_pins = 0;
     for (auto& t : *listed) entries.push_back(co_await async_entry_of(up, t, first_pins));
+    report_unoffered_grants(up, *listed);
     // One line, not one per tool: `airlock pins list` shows each pin.
     if (first_pins)
         spdlog::info("upstream {}: {} tools listed, {} pinned for the first time (airlock pins list)", up.name,
                      entries.size(), first_pins);
     std::lock_guard lock(mutex_);
     take_read(up, states_[up.name], std::move(entries), now, generation);
+}
+
+void catalogue::report_unoffered_grants(gateway_upstream const& up, std::vector<mcp::upstream_tool> const& listed) {
+    // A grant of a tool the upstream does not offer is silently useless: the tool is simply never
+    // listed, and the operator sees nothing wrong. Each is logged once, when the list first shows it.
+    std::vector<core::tool_id> offered;
+    for (auto const& t : listed) offered.push_back(t.id);
+    for (auto const& p : roster_->principals())
+        for (auto const& hint : core::unoffered_grants(p.grants, up.name, offered))
+            if (report_once("unoffered " + p.name + " " + hint)) spdlog::warn("principal {}: {}", p.name, hint);
 }
 
 asio::awaitable<catalogue_entry> catalogue::async_entry_of(gateway_upstream const& up, mcp::upstream_tool const& t,

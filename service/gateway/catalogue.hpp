@@ -120,6 +120,8 @@ private:
     // or its pin; hidden characters removed. Counts first pins in `first_pins`.
     boost::asio::awaitable<catalogue_entry> async_entry_of(gateway_upstream const& up, mcp::upstream_tool const& t,
                                                            std::size_t& first_pins);
+    // Logs, once each, the grants on `up` that name a tool its list lacks, with the names it offers.
+    void report_unoffered_grants(gateway_upstream const& up, std::vector<mcp::upstream_tool> const& listed);
     // Journals, once per new definition, that a pinned tool's definition changed.
     boost::asio::awaitable<void> async_report_pin_change(gateway_upstream const& up, mcp::upstream_tool const& t,
                                                          std::string const& digest);

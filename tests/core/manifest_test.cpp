@@ -675,6 +675,47 @@ TEST_CASE("a grant ref that is not exactly tool://server/name is refused") {
     }
 }
 
+// Each spelling a ref copied from elsewhere can carry, with the ref that works: '-' (a wire name's
+// '.', and many upstreams' own names), "__" inside a name (another gateway's server__tool), and a
+// whole wire name server__name with or without the scheme.
+TEST_CASE("a grant ref in a wire or upstream spelling is refused with the spelling that works") {
+    struct spelling {
+        char const* written;
+        char const* works;
+    };
+    for (auto [written, works] : {spelling{"tool://ledger/list-directory", "tool://ledger/list.directory"},
+                                  spelling{"tool://ledger/get-tiny-image", "tool://ledger/get.tiny.image"},
+                                  spelling{"tool://my-ledger/post", "tool://my.ledger/post"},
+                                  spelling{"tool://inner/everything__echo", "tool://inner/everything_.echo"},
+                                  spelling{"tool://inner/everything__get-sum", "tool://inner/everything_.get.sum"},
+                                  spelling{"ledger__list-directory", "tool://ledger/list.directory"},
+                                  spelling{"tool://ledger__list-directory", "tool://ledger/list.directory"},
+                                  spelling{"ledger__post", "tool://ledger/post"},
+                                  spelling{"my-ledger__post", "tool://my.ledger/post"}}) {
+        INFO(written);
+        auto r = parse_manifest(edit(clerk_yaml, "ref: tool://ledger/post", std::string("ref: ") + written));
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error().code == "invalid_tool_ref");
+        CHECK(r.error().message == std::string("spec.tools[1].ref \"") + written +
+                                       "\" is the wire spelling of a tool, which a ref cannot hold (a ref writes '-' "
+                                       "as '.', \"__\" as \"_.\" and tool://server/name); write " + works);
+        // The spelling it names is one the parser accepts.
+        auto const unnamed = edit(clerk_yaml, clerk_role_line, "    role: \"Post entries.\"\n");
+        auto fixed = parse_manifest(edit(unnamed, "ref: tool://ledger/post", std::string("ref: ") + works));
+        if (!fixed) FAIL_CHECK(fixed.error().message);
+    }
+}
+
+TEST_CASE("a malformed ref that no respelling fixes gets the grammar, not a guess") {
+    for (auto bad : {"ledger/read", "tool://ledger", "tool://led ger/read", "tool://ledger/read!", "ledger__"}) {
+        INFO(bad);
+        auto r = parse_manifest(edit(clerk_yaml, "ref: tool://ledger/post", std::string("ref: ") + bad));
+        REQUIRE_FALSE(r.has_value());
+        CHECK_THAT(r.error().message, Contains("is not an exact tool://server/name"));
+        CHECK_THAT(r.error().message, !Contains("write tool://"));
+    }
+}
+
 TEST_CASE("a grant without a ref is refused") {
     CHECK(refused_with(edit(clerk_yaml, "    - ref: tool://ledger/read\n      mutates: false\n", "    - mutates: false\n"),
                     "missing_field", "spec.tools[0].ref"));

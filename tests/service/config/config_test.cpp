@@ -1274,6 +1274,43 @@ TEST_CASE("a grant an untrusted principal could never use is named in a warning"
     CHECK(trusted->warnings.empty());
 }
 
+TEST_CASE("the warning for a grant an untrusted principal can never use names protected_fields first") {
+    workspace w;
+    w.standard_files();
+    auto c = load_config(w.config(std::string(one_upstream) + "egress: [{process: node}]\nprincipals:\n  - name: alice\n"
+                                  "    token_file: secrets/alice.token\n    manifest: grants/alice.yaml\n"),
+                         test_env());
+    REQUIRE(c);
+    REQUIRE(c->warnings.size() == 1);
+    // The fix that keeps the policy first; then, said to weaken it, the two that open more.
+    CHECK(c->warnings[0] ==
+          "principal alice: every call to tool://ledger/post would be refused (tool://ledger/post mutates, its "
+          "arguments are untrusted and the grant declares no protected_fields), so it is not listed. To let alice call "
+          "it, name the arguments that say what it acts on in protected_fields with `allowed_sources: "
+          "[\"principal:alice\"]` (e.g. `protected_fields: [{path: /account, allowed_sources: [\"principal:alice\"]}]`); "
+          "or, weakening the policy, grant it with `mutates: false` if it only reads, or mark the principal `trusted: "
+          "true`");
+}
+
+TEST_CASE("a mutating grant whose protected fields accept the principal's source is usable and not warned about") {
+    workspace w;
+    w.standard_files();
+    w.write("grants/alice.yaml", R"yaml(apiVersion: airlock/v1
+kind: Agent
+metadata: { name: alice-grants, version: "1" }
+spec:
+  tools:
+    - ref: tool://ledger/post
+      protected_fields: [{path: /account, allowed_sources: ["principal:alice"]}]
+  budgets: {}
+)yaml");
+    auto c = load_config(w.config(std::string(one_upstream) + "egress: [{process: node}]\nprincipals:\n  - name: alice\n"
+                                  "    token_file: secrets/alice.token\n    manifest: grants/alice.yaml\n"),
+                         test_env());
+    REQUIRE(c);
+    CHECK(c->warnings.empty());
+}
+
 TEST_CASE("an upstream without a prefix beside others is named in a warning") {
     workspace w;
     auto c = load_config(w.config(R"yaml(
