@@ -209,6 +209,34 @@ std::optional<protected_field> read_protected_field(reader& r, YAML::Node const&
     return f;
 }
 
+// A grant's protected_fields, sorted by path; a path written twice is refused naming both places.
+std::vector<protected_field> read_protected_fields(reader& r, YAML::Node const& v, std::string const& fields_path) {
+    std::vector<protected_field> fields;
+    if (!v) return fields;
+    if (r.sequence(v, fields_path)) {
+        std::vector<std::size_t> written_at;
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            auto field_path = index_path(fields_path, i);
+            auto f = read_protected_field(r, v[i], field_path);
+            if (!f) continue;
+            for (std::size_t k = 0; k < fields.size(); ++k) {
+                if (fields[k].path == f->path) {
+                    r.fail("duplicate_protected_path", field_path + ".path " + in_quotes(f->path) +
+                                                           " is already protected by " +
+                                                           index_path(fields_path, written_at[k]));
+                    f.reset();
+                    break;
+                }
+            }
+            if (!f) continue;
+            fields.push_back(std::move(*f));
+            written_at.push_back(i);
+        }
+    }
+    std::sort(fields.begin(), fields.end(), [](auto const& a, auto const& b) { return a.path < b.path; });
+    return fields;
+}
+
 // `ref` is set whenever the ref itself parsed, even if another field of the grant did not, so a
 // second grant of the same tool is reported either way.
 std::optional<tool_grant> read_grant(reader& r, YAML::Node const& n, std::string const& path,
@@ -246,31 +274,7 @@ std::optional<tool_grant> read_grant(reader& r, YAML::Node const& n, std::string
     bool idempotent = false;
     if (auto v = n["idempotent"]) idempotent = r.boolean(v, path + ".idempotent").value_or(false);
 
-    std::vector<protected_field> fields;
-    if (auto v = n["protected_fields"]) {
-        auto fields_path = path + ".protected_fields";
-        if (r.sequence(v, fields_path)) {
-            std::vector<std::size_t> written_at;
-            for (std::size_t i = 0; i < v.size(); ++i) {
-                auto field_path = index_path(fields_path, i);
-                auto f = read_protected_field(r, v[i], field_path);
-                if (!f) continue;
-                for (std::size_t k = 0; k < fields.size(); ++k) {
-                    if (fields[k].path == f->path) {
-                        r.fail("duplicate_protected_path", field_path + ".path " + in_quotes(f->path) +
-                                                               " is already protected by " +
-                                                               index_path(fields_path, written_at[k]));
-                        f.reset();
-                        break;
-                    }
-                }
-                if (!f) continue;
-                fields.push_back(std::move(*f));
-                written_at.push_back(i);
-            }
-        }
-    }
-    std::sort(fields.begin(), fields.end(), [](auto const& a, auto const& b) { return a.path < b.path; });
+    auto fields = read_protected_fields(r, n["protected_fields"], path + ".protected_fields");
 
     std::optional<boost::json::value> arguments;
     if (auto v = n["arguments"]) {

@@ -316,6 +316,29 @@ asio::awaitable<void> async_resume_runs(std::shared_ptr<runner> runs, std::share
     else if (*resumed) spdlog::info("resumed {} runs from the journal", *resumed);
 }
 
+
+// What runs beside the server from the start: the issuers' keys, the upstreams, the pin watch,
+// the resumed runs and journal.retention. The retention is returned for shutdown to stop.
+std::shared_ptr<ops::journal_retention> start_background(asio::any_io_executor exec, config const& c, service_core& sc,
+                                                         serving& sv, std::shared_ptr<oauth_parts> const& oauth) {
+    // The issuers' keys: readiness waits for them; a token that arrives first is refused (401).
+    if (oauth) mcp::spawn_logged(exec, oauth->keys->async_start(), "oauth keys");
+    // Capabilities and pins are known sooner when the upstreams are met before the first client.
+    mcp::spawn_logged(exec, sc.gw->async_connect_upstreams(), "connect upstreams");
+    // A pin accepted from another process (airlock pins accept) is served at once.
+    mcp::spawn_logged(exec, async_watch_pins(sc.journal, pin_watcher(sv.backend), pin_watch_interval),
+                      "pin watch");
+    // Agent runs a previous process admitted and did not finish go on from their journals.
+    mcp::spawn_logged(exec, async_resume_runs(sc.runs, sc.journal, sc.owner), "resume runs");
+    // journal.retention: sealed runs past it are pruned now and then, while serving.
+    std::shared_ptr<ops::journal_retention> retention;
+    if (c.journal_retention) {
+        retention = std::make_shared<ops::journal_retention>(exec, sc.journal, *c.journal_retention);
+        retention->start();
+    }
+    return retention;
+}
+
 }  // namespace
 
 int run_serve(std::vector<std::string> const& args) {
@@ -365,21 +388,7 @@ int run_serve(std::vector<std::string> const& args) {
     auto where = listen_where(server, http_options, *endpoint, *rest);
     if (!where) return 1;
     server.start();
-    // The issuers' keys: readiness waits for them; a token that arrives first is refused (401).
-    if (oauth) mcp::spawn_logged(ioc.get_executor(), oauth->keys->async_start(), "oauth keys");
-    // Capabilities and pins are known sooner when the upstreams are met before the first client.
-    mcp::spawn_logged(ioc.get_executor(), sc->gw->async_connect_upstreams(), "connect upstreams");
-    // A pin accepted from another process (airlock pins accept) is served at once.
-    mcp::spawn_logged(ioc.get_executor(), async_watch_pins(sc->journal, pin_watcher(sv->backend), pin_watch_interval),
-                      "pin watch");
-    // Agent runs a previous process admitted and did not finish go on from their journals.
-    mcp::spawn_logged(ioc.get_executor(), async_resume_runs(sc->runs, sc->journal, sc->owner), "resume runs");
-    // journal.retention: sealed runs past it are pruned now and then, while serving.
-    std::shared_ptr<ops::journal_retention> retention;
-    if (c->journal_retention) {
-        retention = std::make_shared<ops::journal_retention>(ioc.get_executor(), sc->journal, *c->journal_retention);
-        retention->start();
-    }
+    auto retention = start_background(ioc.get_executor(), *c, *sc, *sv, oauth);
     // The line tests and scripts wait for; it names the address actually bound (port 0 → a free one).
     auto const polling =
         c->server.busy_poll.count() > 0 ? ", busy poll: " + std::to_string(c->server.busy_poll.count()) + " us" : std::string();
