@@ -186,10 +186,12 @@ TEST_CASE("typ may be absent, JWT, at+jwt or application/at+jwt in any case; any
 // ---- each fault ----
 
 TEST_CASE("a token that is not a compact JWS is refused as malformed", "[jwt]") {
-    refused_as("not-a-token", token_fault::malformed);
-    refused_as("", token_fault::malformed);
-    refused_as("a.b.c.d.e", token_fault::malformed);
-    refused_as(token(good_claims(), with(header(), "crit", json::array{"x"})), token_fault::malformed);
+    // refused_as checks the fault and that the detail repeats no part of the token; each detail says why.
+    CHECK_THAT(refused_as("not-a-token", token_fault::malformed).detail, Catch::Contains("not three dot-separated parts"));
+    CHECK_THAT(refused_as("", token_fault::malformed).detail, Catch::Contains("not three dot-separated parts"));
+    CHECK_THAT(refused_as("a.b.c.d.e", token_fault::malformed).detail, Catch::Contains("an encrypted JWE"));
+    CHECK_THAT(refused_as(token(good_claims(), with(header(), "crit", json::array{"x"})), token_fault::malformed).detail,
+               Catch::Contains("has crit"));
 }
 
 TEST_CASE("a token over 16 KiB is refused as malformed", "[jwt]") {
@@ -200,12 +202,14 @@ TEST_CASE("a token over 16 KiB is refused as malformed", "[jwt]") {
 }
 
 TEST_CASE("a token with alg none is refused as bad_alg", "[jwt]") {
-    refused_as(testing::unsigned_token(good_claims()), token_fault::bad_alg);
+    CHECK_THAT(refused_as(testing::unsigned_token(good_claims()), token_fault::bad_alg).detail,
+               Catch::Contains("alg \"none\" is not one airlock verifies"));
 }
 
 TEST_CASE("an HS256 token keyed with the issuer's RSA public key is refused as bad_alg", "[jwt]") {
     auto pem = rsa_key().public_pem();
-    refused_as(testing::hs256_token(pem, header("HS256", "rsa-1"), good_claims()), token_fault::bad_alg);
+    CHECK_THAT(refused_as(testing::hs256_token(pem, header("HS256", "rsa-1"), good_claims()), token_fault::bad_alg).detail,
+               Catch::Contains("alg \"HS256\" is not one airlock verifies"));
 }
 
 TEST_CASE("a well-signed token of an alg the rules do not allow is refused as bad_alg", "[jwt]") {
@@ -221,7 +225,8 @@ TEST_CASE("a well-signed token of an alg the rules do not allow is refused as ba
 
 TEST_CASE("a token whose kid names a key of another alg is refused as bad_alg", "[jwt]") {
     // ec-1 is published with alg ES256; the header claims the P-256 key is for EdDSA.
-    refused_as(testing::sign_token(ed_key(), header("EdDSA", "ec-1"), good_claims()), token_fault::bad_alg);
+    CHECK_THAT(refused_as(testing::sign_token(ed_key(), header("EdDSA", "ec-1"), good_claims()), token_fault::bad_alg).detail,
+               Catch::Contains("the key \"ec-1\" may not verify EdDSA"));
 }
 
 TEST_CASE("a token from an issuer that is not configured is refused as bad_issuer", "[jwt]") {
@@ -243,8 +248,10 @@ TEST_CASE("a token whose kid the issuer does not publish is refused as unknown_k
 TEST_CASE("a token of an issuer whose keys are not known yet is refused as unknown_kid", "[jwt]") {
     auto r = rules();
     r.issuers.push_back("https://later.example");
-    refused_as(token(with(good_claims(), "iss", "https://later.example")), token_fault::unknown_kid, r);
-    refused_as(token(), token_fault::unknown_kid, rules(), key_source{});
+    CHECK_THAT(refused_as(token(with(good_claims(), "iss", "https://later.example")), token_fault::unknown_kid, r).detail,
+               Catch::Contains("\"https://later.example\" are not known yet"));
+    CHECK_THAT(refused_as(token(), token_fault::unknown_kid, rules(), key_source{}).detail,
+               Catch::Contains("\"https://as.example\" are not known yet"));
 }
 
 TEST_CASE("a token without kid uses the one key that fits its alg; with two candidates it is unknown_kid", "[jwt]") {
