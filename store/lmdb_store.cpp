@@ -681,6 +681,19 @@ result<std::optional<core::run_summary>> lmdb_store::head(std::string const& run
 
 result<core::run_page> lmdb_store::runs(core::run_filter const& filter) const { return impl_->runs_page(filter); }
 
+result<void> lmdb_store::each_run(std::function<result<void>(core::run_summary const&)> const& each) const {
+    core::run_filter filter;
+    filter.limit = 1000;
+    for (;;) {
+        auto page = runs(filter);
+        if (!page) return page.error();
+        for (auto const& run : page->runs)
+            if (auto done = each(run); !done) return done.error();
+        if (!page->next_cursor) return {};
+        filter.cursor = page->next_cursor;
+    }
+}
+
 result<std::optional<core::chain_fault>> lmdb_store::verify(std::string const& run_id) const {
     return impl_->verify(run_id);
 }

@@ -104,6 +104,9 @@ public:
     core::result<std::optional<core::run_summary>> head(std::string const& run_id) const;
     core::result<core::run_page> runs(core::run_filter const& filter) const;
     core::result<std::optional<core::chain_fault>> verify(std::string const& run_id) const;
+    // Every run's summary, in run id order, read a page at a time; stops at the first error `each`
+    // returns, and returns it.
+    core::result<void> each_run(std::function<core::result<void>(core::run_summary const&)> const& each) const;
 
     struct stats {
         std::uint64_t batches = 0;

@@ -4,6 +4,7 @@
 #include "core/journal.hpp"
 #include "service/cli/journal_upkeep.hpp"
 #include "service/cli/support.hpp"
+#include "service/ops/journal_prune.hpp"
 #include "store/lmdb_store.hpp"
 
 #include <fstream>
@@ -46,20 +47,14 @@ int verify_one(store::lmdb_store const& s, std::string const& run) {
 int verify_all(store::lmdb_store const& s) {
     int rc = 0;
     std::size_t count = 0;
-    core::run_filter f;
-    f.limit = 1000;
-    for (;;) {
-        auto page = s.runs(f);
-        if (!page) {
-            std::cerr << "airlock journal verify: " << page.error().message << "\n";
-            return 1;
-        }
-        for (auto const& r : page->runs) {
-            rc |= verify_one(s, r.run_id);
-            ++count;
-        }
-        if (!page->next_cursor) break;
-        f.cursor = page->next_cursor;
+    auto listed = s.each_run([&](core::run_summary const& r) -> core::result<void> {
+        rc |= verify_one(s, r.run_id);
+        ++count;
+        return {};
+    });
+    if (!listed) {
+        std::cerr << "airlock journal verify: " << listed.error().message << "\n";
+        return 1;
     }
     std::cout << count << " runs verified" << (rc ? ", some broken" : "") << "\n";
     return rc;
@@ -184,19 +179,16 @@ int run_journal(std::vector<std::string> const& args) {
         std::cerr << "airlock journal " << verb << ": no run " << arg << "\n";
         return 1;
     }
-    for (auto const& r : *recs) {
-        if (verb == "export") {
-            auto line = core::canonical(core::to_json(r));
-            if (!line) {
-                std::cerr << "airlock journal export: seq " << r.seq << ": " << line.error().message << "\n";
-                return 1;
-            }
-            std::cout << *line << "\n";
-        } else {
-            std::cout << r.seq << "  " << core::to_string(r.kind) << "  " << core::to_hex(r.hash).substr(0, 12) << "  "
-                      << body_preview(r.body) << "\n";
+    if (verb == "export") {
+        if (auto written = ops::write_records(std::cout, *recs); !written) {
+            std::cerr << "airlock journal export: " << written.error().message << "\n";
+            return 1;
         }
+        return 0;
     }
+    for (auto const& r : *recs)
+        std::cout << r.seq << "  " << core::to_string(r.kind) << "  " << core::to_hex(r.hash).substr(0, 12) << "  "
+                  << body_preview(r.body) << "\n";
     return 0;
 }
 

@@ -173,6 +173,9 @@ int compact(store::lmdb_options options) {
     return 0;
 }
 
+// An error of one run, saying which.
+core::error in_run(std::string const& run, core::error const& e) { return {e.code, "run " + run + ": " + e.message}; }
+
 int export_all(store::lmdb_store const& journal, std::string const& to) {
     std::error_code ec;
     std::filesystem::create_directories(to, ec);
@@ -180,27 +183,18 @@ int export_all(store::lmdb_store const& journal, std::string const& to) {
         std::cerr << "airlock journal export: cannot create '" << to << "': " << ec.message() << "\n";
         return 1;
     }
-    core::run_filter filter;
-    filter.limit = 500;
     std::size_t runs = 0;
-    for (;;) {
-        auto page = journal.runs(filter);
-        if (!page) {
-            std::cerr << "airlock journal export: " << page.error().message << "\n";
-            return 1;
-        }
-        for (auto const& run : page->runs) {
-            auto records = journal.read(run.run_id);
-            auto written = records ? ops::write_run_file(*records, std::filesystem::path(to) / (run.run_id + ".jsonl"))
-                                   : core::result<void>(records.error());
-            if (!written) {
-                std::cerr << "airlock journal export: run " << run.run_id << ": " << written.error().message << "\n";
-                return 1;
-            }
-            ++runs;
-        }
-        if (!page->next_cursor) break;
-        filter.cursor = page->next_cursor;
+    auto exported = journal.each_run([&](core::run_summary const& run) -> core::result<void> {
+        auto records = journal.read(run.run_id);
+        if (!records) return in_run(run.run_id, records.error());
+        if (auto w = ops::write_run_file(*records, std::filesystem::path(to) / (run.run_id + ".jsonl")); !w)
+            return in_run(run.run_id, w.error());
+        ++runs;
+        return {};
+    });
+    if (!exported) {
+        std::cerr << "airlock journal export: " << exported.error().message << "\n";
+        return 1;
     }
     std::cout << "exported " << runs << " runs to " << to << "\n";
     return 0;

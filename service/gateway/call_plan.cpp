@@ -192,6 +192,16 @@ std::optional<json::object> relayed_meta(std::optional<json::object> const& meta
 
 // The effect then still reads as landed, and a copy of the output kept by the caller can be
 // matched against the record.
+namespace {
+
+// What a journal record keeps in place of a value: why (`key`: `value`), then the SHA-256 and size
+// of the value's canonical form, by which a copy kept elsewhere can be matched.
+json::object stand_in(std::string_view key, std::string_view value, std::string const& canonical_text) {
+    return json::object{{key, value}, {"sha256", core::sha256_hex(canonical_text)}, {"canonical_bytes", canonical_text.size()}};
+}
+
+}  // namespace
+
 json::value journaled_output(json::object const& result) {
     constexpr std::size_t room = core::max_record_bytes - 4096;  // the rest of the record: key, label
     json::value output = result;
@@ -201,9 +211,7 @@ json::value journaled_output(json::object const& result) {
     spdlog::warn("journal: a call's output of {} bytes exceeds the {}-byte record limit; its SHA-256 and size "
                  "are journaled in its place",
                  text->size(), core::max_record_bytes);
-    return json::object{{"omitted", "larger than a journal record"},
-                        {"sha256", core::sha256_hex(*text)},
-                        {"canonical_bytes", text->size()}};
+    return stand_in("omitted", "larger than a journal record", *text);
 }
 
 json::value kept_value(json::value const& value, core::journal_keep keep) {
@@ -212,7 +220,7 @@ json::value kept_value(json::value const& value, core::journal_keep keep) {
     auto text = core::canonical(value);
     // A value the door let in always has a canonical form; were it not so, nothing is kept rather than a guess.
     if (!text) return json::object{{"kept", "omit"}, {"why", text.error().message}};
-    return json::object{{"kept", "hash"}, {"sha256", core::sha256_hex(*text)}, {"canonical_bytes", text->size()}};
+    return stand_in("kept", "hash", *text);
 }
 
 }  // namespace airlock::service

@@ -74,14 +74,19 @@ result<void> export_runs(store::lmdb_store const& journal, std::vector<pruned_ru
 
 }  // namespace
 
-result<void> write_run_file(std::vector<core::record> const& records, std::filesystem::path const& file) {
-    std::ofstream out(file, std::ios::binary | std::ios::trunc);
-    if (!out) return make_error("io_error", "cannot write " + file.string());
+result<void> write_records(std::ostream& out, std::vector<core::record> const& records) {
     for (auto const& r : records) {
         auto line = core::canonical(core::to_json(r));
         if (!line) return make_error("corrupt", "run " + r.run_id + " seq " + std::to_string(r.seq) + ": " + line.error().message);
         out << *line << '\n';
     }
+    return {};
+}
+
+result<void> write_run_file(std::vector<core::record> const& records, std::filesystem::path const& file) {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    if (!out) return make_error("io_error", "cannot write " + file.string());
+    if (auto written = write_records(out, records); !written) return written;
     out.flush();
     if (!out) return make_error("io_error", "cannot write " + file.string() + " (disk full?)");
     return {};
@@ -89,20 +94,14 @@ result<void> write_run_file(std::vector<core::record> const& records, std::files
 
 result<std::vector<pruned_run>> prunable_runs(store::lmdb_store const& journal, std::chrono::sys_seconds sealed_before) {
     std::vector<pruned_run> out;
-    core::run_filter filter;
-    filter.limit = 500;
-    for (;;) {
-        auto page = journal.runs(filter);
-        if (!page) return page.error();
-        for (auto const& run : page->runs) {
-            if (never_pruned(run)) continue;
-            auto when = sealed_time(journal, run);
-            if (!when || when->second >= sealed_before) continue;
+    auto listed = journal.each_run([&](core::run_summary const& run) -> result<void> {
+        if (never_pruned(run)) return {};
+        auto when = sealed_time(journal, run);
+        if (when && when->second < sealed_before)
             out.push_back({run.run_id, run.status, when->first, run.head_seq, core::to_hex(run.head_hash)});
-        }
-        if (!page->next_cursor) break;
-        filter.cursor = page->next_cursor;
-    }
+        return {};
+    });
+    if (!listed) return listed.error();
     return out;
 }
 

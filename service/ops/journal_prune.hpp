@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,9 @@ core::result<std::vector<pruned_run>> prunable_runs(store::lmdb_store const& jou
 // with why when the removal failed (then nothing was removed).
 boost::asio::awaitable<core::result<prune_report>> async_prune(store::lmdb_store& journal, prune_request request);
 
-// Writes a run's records to `file` as canonical JSON lines (the export format).
+// Records as canonical JSON lines, the export format `journal import` reads.
+core::result<void> write_records(std::ostream& out, std::vector<core::record> const& records);
+// The same into `file` (replaced), failing when it cannot be written whole.
 core::result<void> write_run_file(std::vector<core::record> const& records, std::filesystem::path const& file);
 
 // The agent name of the runs that journal prunes.
