@@ -560,6 +560,10 @@ std::pair<manifest, std::vector<error>> read_manifest(std::string_view yaml_text
     reader r;
     manifest m;
     std::vector<YAML::Node> docs;
+    if (auto nul = yaml::nul_byte(yaml_text)) {
+        r.fail("invalid_yaml", "the manifest holds " + *nul);
+        return {std::move(m), std::move(r.problems)};
+    }
     try {
         docs = YAML::LoadAll(std::string(yaml_text));
     } catch (YAML::ParserException const& e) {

@@ -79,6 +79,12 @@ scalar_kind classify(YAML::Node const& n) {
 
 std::string in_quotes(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
 
+std::optional<std::string> nul_byte(std::string_view text) {
+    auto at = text.find('\0');
+    if (at == std::string_view::npos) return std::nullopt;
+    return "a NUL byte at byte " + std::to_string(at) + ", which YAML does not allow";
+}
+
 bool is_blank(std::string_view s) noexcept {
     return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
 }

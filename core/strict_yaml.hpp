@@ -27,6 +27,10 @@ enum class scalar_kind { null_, boolean, integer, floating, string, other_tag };
 
 // Non-empty and every character a digit of `base` (8, 10 or 16). No sign, no prefix.
 bool all_digits(std::string_view s, int base = 10) noexcept;
+// Where a text holds a NUL byte ("a NUL byte at byte 12"), or nullopt. YAML does not allow NUL, and
+// yaml-cpp 0.7 never returns on some texts holding one, so every reader refuses such a text before
+// parsing it.
+std::optional<std::string> nul_byte(std::string_view text);
 // The core schema's int: [-+]?[0-9]+, 0o[0-7]+ or 0x[0-9a-fA-F]+.
 bool is_core_int(std::string_view s) noexcept;
 // The core schema's float, including .inf, -.inf and .nan in their three spellings.

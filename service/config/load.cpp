@@ -39,6 +39,10 @@ std::optional<YAML::Node> read_document(fs::path const& source, std::vector<core
         problems.push_back(core::make_error(got.problem_code, show_path(source) + " " + got.problem));
         return std::nullopt;
     }
+    if (auto nul = core::yaml::nul_byte(*got.text)) {
+        problems.push_back(core::make_error("invalid_yaml", show_path(source) + " holds " + *nul));
+        return std::nullopt;
+    }
     std::vector<YAML::Node> docs;
     try {
         docs = YAML::LoadAll(*got.text);

@@ -937,3 +937,12 @@ TEST_CASE("journal: a value that is not full, hash or omit is refused naming the
     CHECK(e.code == "invalid_value");
     CHECK_THAT(e.message, Catch::Contains("spec.tools[1].journal is hash, but this manifest is an agent's"));
 }
+
+// Found by the manifest_yaml fuzz target: yaml-cpp never returned on this text, so parsing it (and
+// `airlock check` on such a file) hung. YAML does not allow NUL; the manifest reader now says so.
+TEST_CASE("a manifest holding a NUL byte is refused as invalid YAML naming where the NUL is") {
+    auto r = parse_manifest(std::string_view(",i~\0\0\0" "3", 7));
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == "invalid_yaml");
+    CHECK(r.error().message == "the manifest holds a NUL byte at byte 3, which YAML does not allow");
+}
