@@ -942,7 +942,7 @@ TEST_CASE("journal: a value that is not full, hash or omit is refused naming the
 // `airlock check` on such a file) hung. YAML does not allow NUL; the manifest reader now says so.
 TEST_CASE("a manifest holding a NUL byte is refused as invalid YAML naming where the NUL is") {
     auto r = parse_manifest(std::string_view(",i~\0\0\0" "3", 7));
-    REQUIRE_FALSE(r);
+    REQUIRE_FALSE(r.has_value());
     CHECK(r.error().code == "invalid_yaml");
     CHECK(r.error().message == "the manifest holds a NUL byte at byte 3, which YAML does not allow");
 }
