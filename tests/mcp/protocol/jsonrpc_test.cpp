@@ -394,10 +394,10 @@ TEST_CASE("a message nested deeper than airlock reads is refused as invalid para
 // repeated the byte raw, so the answer itself was not valid UTF-8 and no strict client could read it.
 TEST_CASE("the ParseError answering a stray non-ASCII byte is itself a readable JSON-RPC message") {
     auto parsed = parse_message("{\"jsonrpc\":\"2.0\",\"id\":\xde\x96\x89lock\"}");
-    REQUIRE_FALSE(parsed);
+    REQUIRE_FALSE(parsed.has_value());
     auto const& reply = parsed.error().reply;
     CHECK(reply.error.code == rpc_code::parse_error);
     auto answer = parse_message(serialize(message{reply}));
-    REQUIRE(answer);
+    REQUIRE(answer.has_value());
     CHECK(std::get<error_response>(*answer) == reply);
 }
