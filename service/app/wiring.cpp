@@ -142,7 +142,10 @@ core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_i
     }
     for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted, p.anonymous});
     if (c.auth.oauth) go.upstream_scopes = c.auth.oauth->upstream_scopes;
-    return gateway::make(std::move(go));
+    go.run_limits = {c.session_runs.max_age, c.session_runs.max_calls, c.server.sessions.idle_timeout};
+    auto g = gateway::make(std::move(go));
+    if (g) (*g)->start_run_upkeep();
+    return g;
 }
 
 core::result<service_core> build_core(config const& c, asio::any_io_executor exec,
