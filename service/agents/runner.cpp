@@ -172,7 +172,7 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
         co_return core::make_error(core::errc::not_admitted, "run " + run_id + " does not start with run_admitted");
     auto const& admitted = records.front().body;
     if (auto kind = core::run_kind_of(admitted); kind != "agent")
-        co_return core::make_error("not_an_agent_run", not_an_agent_run_text(run_id, kind));
+        co_return core::make_error(core::errc::not_an_agent_run, not_an_agent_run_text(run_id, kind));
     std::string agent_name;
     if (auto const* a = admitted.if_contains("agent"); a && a->is_object()) agent_name = core::body_string(a->get_object(), "name");
     auto const* entry = agent(agent_name);

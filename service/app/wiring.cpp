@@ -143,9 +143,7 @@ core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_i
     for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted, p.anonymous});
     if (c.auth.oauth) go.upstream_scopes = c.auth.oauth->upstream_scopes;
     go.run_limits = {c.session_runs.max_age, c.session_runs.max_calls, c.server.sessions.idle_timeout};
-    auto g = gateway::make(std::move(go));
-    if (g) (*g)->start_run_upkeep();
-    return g;
+    return gateway::make(std::move(go));
 }
 
 core::result<service_core> build_core(config const& c, asio::any_io_executor exec,
