@@ -148,7 +148,7 @@ http_response start_refused(route_context& c, core::error const& e, std::string_
 }  // namespace
 
 asio::awaitable<http_response> async_list_runs(route_context& c) {
-    if (auto k = c.unknown_param({"status", "agent", "since", "cursor", "limit", "principal"}))
+    if (auto k = c.unknown_param({"status", "agent", "since", "cursor", "limit", "principal", "kind"}))
         co_return c.unknown_param_problem(*k);
     auto filter = co_await async_run_filter(c);
     if (auto* refused = std::get_if<http_response>(&filter)) co_return std::move(*refused);

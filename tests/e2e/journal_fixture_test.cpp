@@ -190,7 +190,8 @@ TEST_CASE("airlock serve on the journal-v1 fixture lists its runs, and the run i
         // had no kinds (and no owner for the session): this one fills them in from each run's admission.
         auto statuses_of = [&](std::string const& query) {
             std::map<std::string, std::string> statuses;
-            for (auto const& r : s.get("/v1/runs" + query).at("runs").as_array())
+            auto const listed = s.get("/v1/runs" + query);  // kept: the loop reads into it
+            for (auto const& r : listed.at("runs").as_array())
                 statuses[std::string(r.at("run_id").as_string())] =
                     std::string(r.at("kind").as_string()) + " " + std::string(r.at("status").as_string());
             return statuses;
