@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace airlock::core {
@@ -298,8 +299,24 @@ result<void> write_string(std::string& out, std::string_view s) {
     return {};
 }
 
-// `sorted`: members in canonical (UTF-16) order; otherwise in the order they are held.
-result<void> write(std::string& out, boost::json::value const& v, bool sorted);
+// How a value is written: as held (append_json), canonical (RFC 8785), or canonical as airlock
+// wrote it before it followed RFC 8785 for integers beyond 2^53 (read only to verify old journals).
+enum class form { in_order, canonical, canonical_exact_integers };
+
+// RFC 8785 numbers are IEEE 754 doubles (I-JSON): an integer beyond 2^53 is written as the double
+// nearest to it, as every JCS implementation writes it, so a verifier in another language computes
+// the same hash. The other forms keep the exact digits, so a record's text still holds the integer
+// the tool sent.
+template <class Integer>
+void write_integer(std::string& out, Integer i, form f) {
+    constexpr Integer exact = Integer(1) << 53;
+    bool beyond = i > exact;
+    if constexpr (std::is_signed_v<Integer>) beyond = beyond || i < -exact;
+    if (beyond && f == form::canonical) out += format_es_number(static_cast<double>(i));
+    else out += std::to_string(i);
+}
+
+result<void> write(std::string& out, boost::json::value const& v, form f);
 
 result<void> write_members_in_order(std::string& out, boost::json::object const& obj) {
     out.push_back('{');
@@ -309,14 +326,14 @@ result<void> write_members_in_order(std::string& out, boost::json::object const&
         first = false;
         if (auto r = write_string(out, kv.key()); !r) return r;
         out.push_back(':');
-        if (auto r = write(out, kv.value(), false); !r) return r;
+        if (auto r = write(out, kv.value(), form::in_order); !r) return r;
     }
     out.push_back('}');
     return {};
 }
 
-result<void> write_object(std::string& out, boost::json::object const& obj, bool sorted) {
-    if (!sorted) return write_members_in_order(out, obj);
+result<void> write_object(std::string& out, boost::json::object const& obj, form f) {
+    if (f == form::in_order) return write_members_in_order(out, obj);
     std::vector<boost::json::key_value_pair const*> members;
     members.reserve(obj.size());
     // UTF-8 byte order is code point order, which is UTF-16 order unless a name holds a
@@ -348,18 +365,18 @@ result<void> write_object(std::string& out, boost::json::object const& obj, bool
         if (k) out.push_back(',');
         if (auto r = write_string(out, members[k]->key()); !r) return r;
         out.push_back(':');
-        if (auto r = write(out, members[k]->value(), true); !r) return r;
+        if (auto r = write(out, members[k]->value(), f); !r) return r;
     }
     out.push_back('}');
     return {};
 }
 
-result<void> write(std::string& out, boost::json::value const& v, bool sorted) {
+result<void> write(std::string& out, boost::json::value const& v, form f) {
     switch (v.kind()) {
         case boost::json::kind::null: out += "null"; return {};
         case boost::json::kind::bool_: out += v.get_bool() ? "true" : "false"; return {};
-        case boost::json::kind::int64: out += std::to_string(v.get_int64()); return {};
-        case boost::json::kind::uint64: out += std::to_string(v.get_uint64()); return {};
+        case boost::json::kind::int64: write_integer(out, v.get_int64(), f); return {};
+        case boost::json::kind::uint64: write_integer(out, v.get_uint64(), f); return {};
         case boost::json::kind::double_: {
             double d = v.get_double();
             if (!std::isfinite(d)) return make_error("not_ijson", "NaN and Infinity have no JSON form");
@@ -373,12 +390,12 @@ result<void> write(std::string& out, boost::json::value const& v, bool sorted) {
             for (auto const& e : v.get_array()) {
                 if (!first) out.push_back(',');
                 first = false;
-                if (auto r = write(out, e, sorted); !r) return r;
+                if (auto r = write(out, e, f); !r) return r;
             }
             out.push_back(']');
             return {};
         }
-        case boost::json::kind::object: return write_object(out, v.get_object(), sorted);
+        case boost::json::kind::object: return write_object(out, v.get_object(), f);
     }
     return make_error("not_ijson", "unknown JSON kind");
 }
@@ -391,17 +408,23 @@ result<boost::json::value> parse_ijson(std::string_view text, std::size_t max_de
 
 result<std::string> canonical(boost::json::value const& v) {
     std::string out;
-    if (auto r = write(out, v, true); !r) return r.error();
+    if (auto r = write(out, v, form::canonical); !r) return r.error();
     return out;
 }
 
 result<std::string> canonical(boost::json::object const& o) {
     std::string out;
-    if (auto r = write_object(out, o, true); !r) return r.error();
+    if (auto r = write_object(out, o, form::canonical); !r) return r.error();
     return out;
 }
 
-result<void> append_json(std::string& out, boost::json::value const& v) { return write(out, v, false); }
+result<std::string> canonical_exact_integers(boost::json::object const& o) {
+    std::string out;
+    if (auto r = write_object(out, o, form::canonical_exact_integers); !r) return r.error();
+    return out;
+}
+
+result<void> append_json(std::string& out, boost::json::value const& v) { return write(out, v, form::in_order); }
 
 result<void> append_json(std::string& out, boost::json::object const& o) { return write_members_in_order(out, o); }
 

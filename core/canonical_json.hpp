@@ -28,12 +28,17 @@ result<boost::json::value> parse_ijson(std::string_view text, std::size_t max_de
 bool nests_deeper_than(boost::json::value const& v, std::size_t limit) noexcept;
 bool nests_deeper_than(boost::json::object const& o, std::size_t limit) noexcept;
 
-// The canonical form of a value: members sorted by UTF-16 code units, ECMAScript number
-// formatting for doubles, integers written exactly, no insignificant whitespace.
+// The canonical form of a value: members sorted by UTF-16 code units, numbers as ECMAScript
+// writes the IEEE 754 double they stand for (an integer beyond 2^53 becomes the nearest double, as
+// in every RFC 8785 implementation; tests/tools/canon_check.mjs holds it to one), no insignificant
+// whitespace.
 // Refuses NaN, infinities and strings that are not valid UTF-8 (code "not_ijson").
 result<std::string> canonical(boost::json::value const& v);
 // The same for an object, without copying it into a value first.
 result<std::string> canonical(boost::json::object const& o);
+// The canonical form airlock wrote before it followed RFC 8785 for integers beyond 2^53, which it
+// wrote with all their digits. Only for verifying journal records written then.
+result<std::string> canonical_exact_integers(boost::json::object const& o);
 
 // Appends `v` as JSON text with its members in the order they are held, strings written as in the
 // canonical form and numbers as ECMAScript writes them (0.1, 1e+21, 42): what a JavaScript or Python

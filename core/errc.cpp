@@ -30,6 +30,7 @@ std::string_view to_string(errc e) noexcept {
     case errc::not_pending: return "not_pending";
     case errc::divergence: return "divergence";
     case errc::conflict: return "conflict";
+    case errc::not_an_agent_run: return "not_an_agent_run";
     case errc::at_capacity: return "at_capacity";
     case errc::unavailable: return "unavailable";
     case errc::closed: return "closed";
@@ -66,7 +67,8 @@ std::int64_t to_jsonrpc_code(errc e) noexcept {
     case errc::sealed:
     case errc::not_pending:
     case errc::divergence:
-    case errc::conflict: return invalid_request;
+    case errc::conflict:
+    case errc::not_an_agent_run: return invalid_request;
     case errc::not_found: return method_not_found;
     case errc::invalid_field:
     case errc::invalid_input:

@@ -42,6 +42,7 @@ enum class errc {
     not_pending,              // no such approval waits for a decision
     divergence,               // a strict replay differs from the journal
     conflict,                 // an idempotency key used for another run
+    not_an_agent_run,         // a gateway session's run (or airlock's own) where an agent's run is needed: replay
     // the runtime
     at_capacity,              // every run slot is busy: retry after a while
     unavailable,              // stopping, or no agent runtime configured
@@ -60,7 +61,7 @@ inline constexpr errc all_errcs[] = {
     errc::too_deep,        errc::not_found,         errc::method_not_allowed, errc::forbidden_host,
     errc::forbidden_origin, errc::unauthorized,     errc::forbidden,       errc::unknown_run,
     errc::unknown_agent,   errc::unknown_capability, errc::unknown_provider, errc::not_running,
-    errc::sealed,          errc::not_pending,       errc::divergence,      errc::conflict,
+    errc::sealed,          errc::not_pending,       errc::divergence,      errc::conflict,        errc::not_an_agent_run,
     errc::at_capacity,     errc::unavailable,       errc::closed,          errc::invalid_run,
     errc::invalid_runner,  errc::malformed_record,  errc::not_admitted,    errc::internal,
 };

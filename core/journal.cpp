@@ -48,7 +48,8 @@ result<sha256_digest> hash_canonical_body(sha256_digest const& prev_hash, std::s
     h.update(R"(,"run_id":)");
     h.update(*run_text);
     h.update(R"(,"seq":)");
-    h.update(std::to_string(seq));
+    // As RFC 8785 writes a number: a seq beyond 2^53, which no run reaches, as the nearest double.
+    h.update(seq <= (std::uint64_t(1) << 53) ? std::to_string(seq) : format_es_number(static_cast<double>(seq)));
     h.update("}");
     return h.finish();
 }
@@ -138,6 +139,20 @@ result<record> chain_next(std::string_view run_id, std::optional<record> const& 
     return r;
 }
 
+namespace {
+
+// Releases before airlock followed RFC 8785 for integers beyond 2^53 hashed them with all their
+// digits. A record holding one may have been written so; it verifies if its hash is of that form.
+// Only such records are hashed twice: for all others the two forms are the same text.
+bool hashed_with_exact_integers(record const& r, std::string_view canonical_text) {
+    auto exact = canonical_exact_integers(r.body);
+    if (!exact || *exact == canonical_text) return false;
+    auto h = hash_canonical_body(r.prev_hash, r.run_id, r.seq, r.kind, *exact);
+    return h && *h == r.hash;
+}
+
+}  // namespace
+
 std::optional<chain_fault> verify_chain(std::vector<record> const& records) {
     if (records.empty()) return std::nullopt;
     std::string const& run_id = records.front().run_id;
@@ -167,7 +182,8 @@ std::optional<chain_fault> verify_chain(std::vector<record> const& records) {
         if (text->size() > max_record_bytes) return chain_fault{r.seq, "record too large: " + too_large_message(text->size())};
         auto h = hash_canonical_body(r.prev_hash, r.run_id, r.seq, r.kind, *text);
         if (!h) return chain_fault{r.seq, "hash cannot be computed: " + h.error().message};
-        if (*h != r.hash) return chain_fault{r.seq, "hash mismatch: recomputed " + to_hex(*h) + ", stored " + to_hex(r.hash)};
+        if (*h != r.hash && !hashed_with_exact_integers(r, *text))
+            return chain_fault{r.seq, "hash mismatch: recomputed " + to_hex(*h) + ", stored " + to_hex(r.hash)};
     }
     return std::nullopt;
 }
@@ -192,8 +208,8 @@ std::string serialize_record(record const& r) {
     out += R"(,"kind":")";
     out += to_string(r.kind);  // names are plain ASCII words
     out += R"(","body":)";
-    // Numbers as canonical() writes them: exact, and what any JSON reader expects. A body the chain
-    // accepted is always writable this way; the fallback keeps the function total all the same.
+    // Numbers as ECMAScript writes them, integers with all their digits: what any JSON reader
+    // expects. A body the chain accepted is always writable this way; the fallback keeps the function total all the same.
     auto body_at = out.size();
     if (!append_json(out, r.body)) {
         out.resize(body_at);

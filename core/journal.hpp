@@ -92,9 +92,15 @@ inline constexpr std::string_view run_statuses[] = {"running", "succeeded", "fai
                                                     "awaiting_approval", "quarantined", "cancelled"};
 bool is_terminal_status(std::string_view status) noexcept;
 
+// What a run is, from its admission (run_kind_of): "agent", a run of an agent (REST, `airlock run`);
+// "session", the calls of one gateway session, or a stateless principal's calls for a while; "airlock",
+// airlock's own record keeping (its gateway's events, a journal prune).
+inline constexpr char const* run_kinds[] = {"agent", "session", "airlock"};
+
 struct run_summary {
     std::string run_id;
     std::string agent;        // from run_admitted.body.agent.name
+    std::string kind;         // one of run_kinds; "" only in an index entry written before kinds were kept
     std::string status;
     std::string admitted_at;  // from run_admitted.body.admitted_at (RFC 3339)
     // Who owns the run: run_admitted.body.principal (a run started over REST), else
@@ -111,6 +117,7 @@ struct run_filter {
     std::optional<std::string> agent;
     std::optional<std::string> since;  // admitted_at >= since (RFC 3339 strings compare in order)
     std::optional<std::string> principal;  // runs this principal owns; "" matches no run
+    std::optional<std::string> kind;       // runs of this kind only (run_kinds); none: every kind
     std::size_t limit = 100;
     std::optional<std::string> cursor;  // run ids after this one, in run id order
 };

@@ -17,16 +17,23 @@ std::string agent_name(boost::json::object const& admitted_body) {
     return {};
 }
 
+}  // namespace
+
+std::string run_kind_of(boost::json::object const& admitted_body) {
+    if (string_at(admitted_body, "mode") == "agent") return "agent";
+    auto agent = agent_name(admitted_body);
+    if (agent == "airlock-gateway" || agent == "airlock-journal") return "airlock";
+    return "session";
+}
+
 // An agent run's input is whatever its caller sent, so a "principal" inside it claims nothing: only
-// a gateway session's admission (which has no mode) names its principal in the input.
-std::string owner(boost::json::object const& admitted_body) {
+// a gateway session's admission names its principal in the input.
+std::string run_owner_of(boost::json::object const& admitted_body) {
     if (auto who = string_at(admitted_body, "principal"); !who.empty()) return who;
-    if (admitted_body.contains("mode")) return {};
+    if (run_kind_of(admitted_body) != "session") return {};
     if (auto const* in = admitted_body.if_contains("input"); in && in->is_object()) return string_at(in->get_object(), "principal");
     return {};
 }
-
-}  // namespace
 
 result<void> check_run_id(std::string_view run_id) {
     if (run_id.empty() || run_id.size() > max_run_id_bytes || run_id.find('\0') != std::string_view::npos)
@@ -83,7 +90,8 @@ result<append_plan> plan_append(std::string_view run_id, std::optional<run_summa
             case record_kind::run_admitted:
                 plan.summary.agent = agent_name(nr.body);
                 plan.summary.admitted_at = string_at(nr.body, "admitted_at");
-                plan.summary.principal = owner(nr.body);
+                plan.summary.principal = run_owner_of(nr.body);
+                plan.summary.kind = run_kind_of(nr.body);
                 plan.summary.status = "running";
                 break;
             case record_kind::approval_requested: plan.summary.status = "awaiting_approval"; break;
@@ -127,7 +135,7 @@ result<new_record> make_seal(run_summary const& current, std::string_view status
 
 boost::json::object to_json(run_summary const& s) {
     boost::json::value principal = s.principal.empty() ? boost::json::value(nullptr) : boost::json::value(s.principal);
-    return {{"run_id", s.run_id},   {"agent", s.agent},       {"status", s.status},
+    return {{"run_id", s.run_id},   {"agent", s.agent},       {"kind", s.kind}, {"status", s.status},
             {"admitted_at", s.admitted_at}, {"principal", std::move(principal)}, {"head_seq", s.head_seq},
             {"head_hash", to_hex(s.head_hash)}, {"sealed", s.sealed}};
 }
@@ -146,6 +154,11 @@ result<run_summary> run_summary_from_json(boost::json::value const& v) {
     if (!str("run_id", s.run_id) || !str("agent", s.agent) || !str("status", s.status) ||
         !str("admitted_at", s.admitted_at) || !str("head_hash", hash_hex))
         return make_error("corrupt", "run index entry is missing a field");
+    // Entries written before kinds were kept have none (the LMDB store fills it in when it opens).
+    if (auto const* k = o->if_contains("kind")) {
+        if (!k->is_string()) return make_error("corrupt", "run index entry has a malformed kind");
+        s.kind = k->get_string();
+    }
     // Entries written before runs had owners have no principal: they belong to nobody.
     if (auto const* p = o->if_contains("principal"); p && !p->is_null()) {
         if (!p->is_string()) return make_error("corrupt", "run index entry has a malformed principal");
@@ -175,6 +188,7 @@ bool matches(run_filter const& f, run_summary const& s) {
     if (f.agent && s.agent != *f.agent) return false;
     if (f.since && s.admitted_at < *f.since) return false;
     if (f.principal && (f.principal->empty() || s.principal != *f.principal)) return false;
+    if (f.kind && s.kind != *f.kind) return false;
     return true;
 }
 

@@ -35,6 +35,13 @@ result<append_plan> plan_append(std::string_view run_id, std::optional<run_summa
 result<new_record> make_seal(run_summary const& current, std::string_view status, std::string_view reason,
                              std::string_view sealed_at);
 
+// The kind (run_kinds) of the run a run_admitted body admits: mode "agent" is an agent's run; the
+// agents airlock-gateway and airlock-journal are airlock's own; anything else is a gateway session
+// (mode "gateway", or no mode: session runs written before modes were recorded).
+std::string run_kind_of(boost::json::object const& admitted_body);
+// Who owns the run a run_admitted body admits (run_summary::principal).
+std::string run_owner_of(boost::json::object const& admitted_body);
+
 // run_summary ↔ JSON, for stores that keep the index as documents.
 boost::json::object to_json(run_summary const& s);
 result<run_summary> run_summary_from_json(boost::json::value const& v);

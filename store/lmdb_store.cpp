@@ -3,6 +3,7 @@
 #include "core/journal_rules.hpp"
 #include "core/rfc3339.hpp"
 #include "core/secrets.hpp"
+#include "store/lmdb_index_upgrade.hpp"
 #include "store/lmdb_keys.hpp"
 #include "store/lmdb_upkeep.hpp"
 #include "store/write_ops.hpp"
@@ -56,7 +57,7 @@ constexpr std::chrono::seconds deferred_watch{1};
 struct lmdb_store::impl {
     lmdb_options options;
     MDB_env* env = nullptr;
-    MDB_dbi records = 0, runs = 0, effects = 0, admissions = 0, pins = 0;
+    MDB_dbi records = 0, runs = 0, effects = 0, admissions = 0, pins = 0, meta = 0;
     int lock_fd = -1;  // DIR/airlock.lock, shared or exclusive (lmdb_options::exclusive)
 
     std::mutex mutex;
@@ -521,11 +522,16 @@ result<std::unique_ptr<lmdb_store>> lmdb_store::open(lmdb_options options) {
     MDB_txn* txn = nullptr;
     if (int rc = mdb_txn_begin(p->env, nullptr, 0, &txn); rc != 0) return lmdb_error(rc, "open databases" + where);
     for (auto [name, dbi] : {std::pair{"records", &p->records}, {"runs", &p->runs}, {"effects", &p->effects},
-                             {"admissions", &p->admissions}, {"pins", &p->pins}, {"health", &p->health}}) {
+                             {"admissions", &p->admissions}, {"pins", &p->pins}, {"health", &p->health},
+                             {"meta", &p->meta}}) {
         if (int rc = mdb_dbi_open(txn, name, MDB_CREATE, dbi); rc != 0) {
             mdb_txn_abort(txn);
             return lmdb_error(rc, std::string("open database ") + name + where);
         }
+    }
+    if (auto upgraded = detail::upgrade_run_index(txn, p->runs, p->records, p->meta); !upgraded) {
+        mdb_txn_abort(txn);
+        return core::make_error(upgraded.error().code, upgraded.error().message + where);
     }
     if (int rc = mdb_txn_commit(txn); rc != 0) return lmdb_error(rc, "create databases" + where);
     auto* raw = p.get();

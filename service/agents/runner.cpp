@@ -1,5 +1,7 @@
 #include "service/agents/runner.hpp"
 
+#include "core/journal_rules.hpp"
+
 #include "core/record_body.hpp"
 #include "core/canonical_json.hpp"
 #include "core/label.hpp"
@@ -32,6 +34,16 @@ namespace {
 
 void csprng(std::uint8_t* out, std::size_t n) {
     if (RAND_bytes(out, static_cast<int>(n)) != 1) throw std::runtime_error("RAND_bytes failed");
+}
+
+// Why a run that no agent drove cannot be replayed, resumed or decided, and what to do with it instead.
+std::string not_an_agent_run_text(std::string const& run_id, std::string const& kind) {
+    if (kind == "session")
+        return "run " + run_id + " is a gateway session's run: a gateway session has nothing to replay (no model chose its "
+               "calls; its clients did). Read its calls with `airlock journal show " + run_id +
+               "` and check its chain with `airlock journal verify " + run_id + "`";
+    return "run " + run_id + " is airlock's own record keeping, not an agent's run: nothing to replay. Read it with "
+           "`airlock journal show " + run_id + "`";
 }
 
 }  // namespace
@@ -159,6 +171,8 @@ asio::awaitable<core::result<runner::drive_result>> runner::async_drive(std::sha
     if (records.front().kind != core::record_kind::run_admitted)
         co_return core::make_error(core::errc::not_admitted, "run " + run_id + " does not start with run_admitted");
     auto const& admitted = records.front().body;
+    if (auto kind = core::run_kind_of(admitted); kind != "agent")
+        co_return core::make_error(core::errc::not_an_agent_run, not_an_agent_run_text(run_id, kind));
     std::string agent_name;
     if (auto const* a = admitted.if_contains("agent"); a && a->is_object()) agent_name = core::body_string(a->get_object(), "name");
     auto const* entry = agent(agent_name);

@@ -146,6 +146,7 @@ asio::awaitable<void> async_reload_once(std::shared_ptr<serving> sv) {
     if (auto replaced = sv->run_tools->replace(next->egress, clients); !replaced)
         spdlog::error("reload: agent runs keep the previous upstreams: {}", replaced.error().message);
     sv->tokens->replace(*next);
+    (*gw)->start_run_upkeep();
     auto previous = sv->backend->replace(*gw);
     // The format stays as it started (a collector parses it); the level follows the file.
     log::set_level(next->logging.level);

@@ -325,6 +325,7 @@ std::shared_ptr<ops::journal_retention> start_background(asio::any_io_executor e
     if (oauth) mcp::spawn_logged(exec, oauth->keys->async_start(), "oauth keys");
     // Capabilities and pins are known sooner when the upstreams are met before the first client.
     mcp::spawn_logged(exec, sc.gw->async_connect_upstreams(), "connect upstreams");
+    sc.gw->start_run_upkeep();  // seals gateway runs past their limits or idle, until the stop
     // A pin accepted from another process (airlock pins accept) is served at once.
     mcp::spawn_logged(exec, async_watch_pins(sc.journal, pin_watcher(sv.backend), pin_watch_interval),
                       "pin watch");

@@ -122,6 +122,7 @@ int run_stdio(std::vector<std::string> const& args) {
         // Before the first request: a run left open by a process that is gone is sealed before this
         // session's own run is admitted.
         co_await async_close_interrupted_runs(sc->journal, sc->owner);
+        sc->gw->start_run_upkeep();
         co_await async_serve_stdio(std::make_shared<redacting_backend>(sc->gw), so);
         // The session's run (and a 2026-07-28 caller's, keyed by principal) is sealed once the
         // calls in it have journaled their outcomes.

@@ -142,6 +142,7 @@ core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_i
     }
     for (auto const& p : c.principals) go.principals.push_back({p.name, p.manifest, p.trusted, p.anonymous});
     if (c.auth.oauth) go.upstream_scopes = c.auth.oauth->upstream_scopes;
+    go.run_limits = {c.session_runs.max_age, c.session_runs.max_calls, c.server.sessions.idle_timeout};
     return gateway::make(std::move(go));
 }
 

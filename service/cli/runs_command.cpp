@@ -8,6 +8,7 @@
 
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <iostream>
@@ -17,12 +18,15 @@ namespace airlock::service {
 namespace {
 
 constexpr char runs_usage[] =
-    "usage: airlock runs [--journal DIR | --config FILE] [--status S] [--agent NAME] [--since TIME]\n"
-    "                    [--limit N] [--cursor RUN] [--json]\n"
+    "usage: airlock runs [--journal DIR | --config FILE] [--kind K] [--status S] [--agent NAME]\n"
+    "                    [--since TIME] [--limit N] [--cursor RUN] [--json]\n"
     "  lists journaled runs in run id order (oldest first): id, agent, status, records, admitted at\n"
     "  --journal DIR   journal directory (default: var/journal)\n"
     "  --config FILE   take the journal directory from this configuration\n"
     "  --status S      running, succeeded, failed, exhausted, awaiting_approval, quarantined, cancelled\n"
+    "  --kind K        agent (the default): runs of agents; session: gateway sessions (the calls of\n"
+    "                  one MCP session, or a stateless principal's for a while); airlock: its own\n"
+    "                  record keeping (gateway events, prunes); all: every kind\n"
     "  --agent NAME    runs of this agent only\n"
     "  --since TIME    runs admitted at or after this RFC 3339 time (an offset is honoured)\n"
     "  --limit N       at most N runs (1 to 10000, default 100); the next page's cursor is printed last\n"
@@ -36,12 +40,27 @@ struct runs_args {
     bool as_json = false;
 };
 
+// --kind K into `filter`; false (after saying why) when K is no kind.
+bool read_kind(std::string const& v, core::run_filter& filter) {
+    if (v == "all") {
+        filter.kind.reset();
+        return true;
+    }
+    if (std::none_of(std::begin(core::run_kinds), std::end(core::run_kinds), [&](char const* k) { return v == k; })) {
+        std::cerr << "airlock runs: --kind: '" << v << "' is not a run kind (agent, session, airlock, all)\n";
+        return false;
+    }
+    filter.kind = v;
+    return true;
+}
+
 // The command line; nullopt to go on, else the exit code (after printing usage or the problem).
 std::optional<int> parse_runs_args(std::vector<std::string> const& args, runs_args& out) {
     auto& dir = out.dir;
     auto& config_file = out.config_file;
     auto& filter = out.filter;
     auto& as_json = out.as_json;
+    filter.kind = "agent";  // agent runs unless asked: a gateway's sessions would otherwise bury them
     for (std::size_t i = 0; i < args.size(); ++i) {
         auto const& a = args[i];
         if (a == "--help" || a == "-h") {
@@ -52,7 +71,7 @@ std::optional<int> parse_runs_args(std::vector<std::string> const& args, runs_ar
             as_json = true;
             continue;
         }
-        bool takes_value = a == "--journal" || a == "--config" || a == "--status" || a == "--agent" ||
+        bool takes_value = a == "--journal" || a == "--config" || a == "--status" || a == "--agent" || a == "--kind" ||
                            a == "--since" || a == "--limit" || a == "--cursor";
         if (!takes_value) {
             std::cerr << "airlock runs: unknown option '" << a << "'\n" << runs_usage;
@@ -64,7 +83,9 @@ std::optional<int> parse_runs_args(std::vector<std::string> const& args, runs_ar
         if (a == "--journal") dir = v;
         else if (a == "--config") config_file = v;
         else if (a == "--agent") filter.agent = v;
-        else if (a == "--since") {
+        else if (a == "--kind") {
+            if (!read_kind(v, filter)) return 2;
+        } else if (a == "--since") {
             // The same reading as GET /v1/runs?since=: the journal compares one spelling of a time,
             // so any other is converted, and what is not a time at all is refused.
             auto bound = core::since_bound(v);
@@ -133,10 +154,10 @@ int run_runs(std::vector<std::string> const& args) {
     if (as_json) {
         for (auto const& s : page->runs) std::cout << boost::json::serialize(core::to_json(s)) << "\n";
     } else {
-        std::printf("%-28s %-20s %-18s %8s  %s\n", "RUN", "AGENT", "STATUS", "RECORDS", "ADMITTED");
+        std::printf("%-28s %-8s %-20s %-18s %8s  %s\n", "RUN", "KIND", "AGENT", "STATUS", "RECORDS", "ADMITTED");
         for (auto const& s : page->runs)
-            std::printf("%-28s %-20s %-18s %8llu  %s\n", s.run_id.c_str(), s.agent.c_str(), s.status.c_str(),
-                        static_cast<unsigned long long>(s.head_seq), s.admitted_at.c_str());
+            std::printf("%-28s %-8s %-20s %-18s %8llu  %s\n", s.run_id.c_str(), s.kind.c_str(), s.agent.c_str(),
+                        s.status.c_str(), static_cast<unsigned long long>(s.head_seq), s.admitted_at.c_str());
         std::fflush(stdout);
         if (page->runs.empty()) std::cerr << "no runs match\n";
     }

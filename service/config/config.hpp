@@ -216,6 +216,13 @@ struct runs_config {
     std::size_t max_concurrent_runs = 64;
 };
 
+// journal.session_runs: when a gateway run is sealed and the next one begun, so that no run grows
+// for ever (prune removes whole sealed runs; a run that is never sealed is never pruned).
+struct session_run_limits {
+    std::chrono::milliseconds max_age{std::chrono::hours(1)};  // since its admission
+    std::size_t max_calls = 10'000;                            // tools/call requests journaled in it
+};
+
 struct config {
     std::filesystem::path source;    // the file it was read from, absolute
     std::filesystem::path base_dir;  // relative paths in the file are resolved against this
@@ -223,6 +230,7 @@ struct config {
     store::lmdb_options journal;  // directory defaults to <base_dir>/var/journal
     // journal.retention: sealed runs are pruned once sealed this long ago; absent, runs are kept.
     std::optional<std::chrono::milliseconds> journal_retention;
+    session_run_limits session_runs;
     std::optional<signing_config> signing;  // absent: calls are sent unsigned
     std::vector<upstream_config> upstreams;
     core::egress_allowlist egress;

@@ -4,13 +4,30 @@
 
 namespace airlock::service::config_detail {
 
-void read_journal(reader& r, YAML::Node const& n, store::lmdb_options& j,
-                  std::optional<std::chrono::milliseconds>& retention) {
-    std::string const p = "journal";
-    if (!r.mapping(n, p, {"dir", "map_size", "durability", "sync_interval", "max_batch", "retention"})) return;
-    if (auto const v = n["retention"]) {
-        if (auto d = r.duration(v, p + ".retention", std::chrono::seconds(1))) retention = *d;
+namespace {
+
+void read_session_runs(reader& r, YAML::Node const& n, session_run_limits& limits) {
+    std::string const p = "journal.session_runs";
+    if (!r.mapping(n, p, {"max_age", "max_calls"})) return;
+    if (auto const v = n["max_age"]) {
+        if (auto d = r.duration(v, p + ".max_age", std::chrono::seconds(1))) limits.max_age = *d;
     }
+    if (auto const v = n["max_calls"]) {
+        if (auto m = r.count(v, p + ".max_calls", 1, 10'000'000)) limits.max_calls = *m;
+    }
+}
+
+}  // namespace
+
+void read_journal(reader& r, YAML::Node const& n, config& c) {
+    std::string const p = "journal";
+    auto& j = c.journal;
+    if (!r.mapping(n, p, {"dir", "map_size", "durability", "sync_interval", "max_batch", "retention", "session_runs"}))
+        return;
+    if (auto const v = n["retention"]) {
+        if (auto d = r.duration(v, p + ".retention", std::chrono::seconds(1))) c.journal_retention = *d;
+    }
+    if (auto const v = n["session_runs"]) read_session_runs(r, v, c.session_runs);
     if (auto const v = n["dir"]) {
         if (auto d = r.path(v, p + ".dir")) {
             std::error_code ec;

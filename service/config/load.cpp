@@ -71,7 +71,7 @@ YAML::Node section(YAML::Node const& d, char const* key) {
 // Each section in turn; principal_at[i] is the index in the file of c.principals[i].
 void read_sections(reader& r, YAML::Node const& doc, config& c, std::vector<std::size_t>& principal_at) {
     if (auto const v = section(doc, "server")) read_server(r, v, c.server);
-    if (auto const v = section(doc, "journal")) read_journal(r, v, c.journal, c.journal_retention);
+    if (auto const v = section(doc, "journal")) read_journal(r, v, c);
     if (auto const v = section(doc, "signing")) c.signing = read_signing(r, v);
     if (auto const v = section(doc, "upstreams")) {
         std::vector<std::size_t> at;

@@ -10,8 +10,7 @@
 namespace airlock::service::config_detail {
 
 void read_server(reader& r, YAML::Node const& n, server_config& s);           // server.cpp
-void read_journal(reader& r, YAML::Node const& n, store::lmdb_options& j,
-                  std::optional<std::chrono::milliseconds>& retention);    // journal.cpp
+void read_journal(reader& r, YAML::Node const& n, config& c);                  // journal.cpp
 std::optional<signing_config> read_signing(reader& r, YAML::Node const& n);   // signing.cpp
 std::optional<upstream_config> read_upstream(reader& r, YAML::Node const& n, std::string const& p);  // upstreams.cpp
 void read_egress(reader& r, YAML::Node const& n, core::egress_allowlist& allow);                     // egress.cpp

@@ -1,5 +1,7 @@
 #include "service/gateway/gateway.hpp"
 
+#include <algorithm>
+
 #include "core/visible_text.hpp"
 #include "service/gateway/call.hpp"
 #include "service/gateway/passthrough.hpp"
@@ -81,7 +83,8 @@ gateway::gateway(gateway_options options) : options_(with_defaults(std::move(opt
     std::array<std::uint8_t, 32> key{};
     options_.random(key.data(), key.size());
     cursors_ = std::make_shared<mcp::list_cursor_sealer>(key);
-    runs_ = session_runs::make({options_.executor, options_.journal, options_.instance, options_.clock, options_.random});
+    runs_ = session_runs::make(
+        {options_.executor, options_.journal, options_.instance, options_.clock, options_.random, options_.run_limits});
     relays_ = std::make_shared<relays>(roster_);
     catalogue_ = std::make_shared<catalogue>(
         catalogue_options{options_.executor, options_.pins, options_.upstream_wait, options_.server_info.version}, roster_,
@@ -259,7 +262,19 @@ void gateway::session_closed(std::string const& session_id) {
     runs_->session_closed(session_id);
 }
 
-void gateway::close_all_runs() { runs_->close_all(); }
+void gateway::close_all_runs(std::string reason, std::string refusal) {
+    runs_->close_all(std::move(reason), std::move(refusal));
+}
+
+bool gateway::runs_settled() const { return runs_->settled(); }
+
+void gateway::start_run_upkeep() {
+    // Often enough that a run is sealed within a quarter of its limit past it; at most once a second.
+    auto const& limits = options_.run_limits;
+    auto every = std::clamp(std::min(limits.idle, limits.max_age) / 4, std::chrono::milliseconds(1000),
+                            std::chrono::milliseconds(60'000));
+    runs_->start_upkeep(every);
+}
 
 asio::awaitable<void> gateway::async_runs_closed(std::chrono::milliseconds limit) { co_await runs_->async_closed(limit); }
 

@@ -24,6 +24,7 @@
 #include "service/gateway/catalogue.hpp"
 #include "service/gateway/principal.hpp"
 #include "service/gateway/roster.hpp"
+#include "service/gateway/session_runs.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -71,6 +72,8 @@ struct gateway_options {
     std::shared_ptr<airlock_metrics> metrics;  // tool calls and denials are counted here when set
     // auth.oauth.upstream_scopes: upstream -> the scope an OAuth caller's token needs to see it.
     std::map<std::string, std::string> upstream_scopes;
+    // When its runs are sealed and continued by new ones (session_runs.hpp).
+    gateway_run_limits run_limits;
 };
 
 // Resources and prompts are governed per server (passthrough.hpp); messages an upstream sends
@@ -91,8 +94,13 @@ public:
     void session_closed(std::string const& session_id) override;
     // Stopping: every run this gateway admitted (sessions' and principals') is sealed once the
     // calls still in it have journaled their outcomes. From then on no run is admitted: a request
-    // that would need one is refused with -32603, saying airlock is stopping.
-    void close_all_runs();
+    // that would need one is refused with -32603, saying why (`reason`: airlock stopped, or the
+    // configuration was reloaded and another gateway admits the runs now).
+    void close_all_runs(std::string reason = "airlock stopped", std::string refusal = "stopping");
+    // close_all_runs has run and every run it closed is sealed.
+    bool runs_settled() const;
+    // From now on, runs past their limits or idle are sealed on a timer (until close_all_runs).
+    void start_run_upkeep();
     // Waits until every run being closed is sealed, or `limit` has passed.
     boost::asio::awaitable<void> async_runs_closed(std::chrono::milliseconds limit);
     std::uint64_t add_listener(std::string const& principal, notification_sink sink) override;

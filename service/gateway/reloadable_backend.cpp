@@ -23,6 +23,11 @@ std::shared_ptr<gateway> reloadable_backend::replace(std::shared_ptr<gateway> ne
         previous->remove_listener(l.inner);
         l.inner = register_with(*current_, l);
     }
+    // Its runs were admitted under the grants it served: they are sealed (once their calls end), and
+    // the next call of each session or principal begins a run under the new configuration.
+    previous->close_all_runs("configuration reloaded; the next call begins a new run", "reloaded");
+    // Kept until its runs are sealed, so that stopping still waits for them.
+    std::erase_if(retired_, [](auto const& g) { return g->runs_settled(); });
     retired_.push_back(previous);
     return previous;
 }

@@ -20,7 +20,7 @@ public:
 
     std::shared_ptr<gateway> current() const;
     // From now on `next` serves new requests and every open notification stream; returns the
-    // gateway it replaces (kept, so sessions that began on it still seal their runs when they end).
+    // gateway it replaces, whose runs are sealed once their calls end (kept until they are).
     // Once stopping, `next` admits no run either.
     std::shared_ptr<gateway> replace(std::shared_ptr<gateway> next);
     // Stopping: every gateway, current and retired, seals its runs and admits no new one (see

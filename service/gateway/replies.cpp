@@ -23,6 +23,13 @@ mcp::error_object no_run(core::error const& e, std::string_view refused) {
                                  "send it again once airlock is back",
                                  std::nullopt};
     }
+    if (e.code == "reloaded") {
+        spdlog::info("{} refused: it began as the configuration was reloaded", refused);
+        return mcp::error_object{mcp::rpc_code::internal_error,
+                                 "airlock's configuration was reloaded as this request began: it was refused before it "
+                                 "started (nothing was done); send it again",
+                                 std::nullopt};
+    }
     spdlog::error("journal unavailable, {} refused: {}", refused, e.message);
     return mcp::error_object{mcp::rpc_code::internal_error, "the journal is unavailable", std::nullopt};
 }

@@ -4,8 +4,11 @@
 #include "mcp/client/spawn_logged.hpp"
 #include "mcp/protocol/era.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -69,19 +72,40 @@ std::optional<std::string> session_runs::run_of(std::string const& session_id, s
     return it->second.run;
 }
 
+std::string session_runs::past_limits(run_slot const& slot, time_point now) const {
+    auto const& limits = options_.limits;
+    if (auto it = steps_.find(slot.run); it != steps_.end() && it->second >= limits.max_calls)
+        return "rolled over: it holds " + std::to_string(it->second) + " calls (journal.session_runs.max_calls)";
+    if (now - slot.admitted_at >= limits.max_age) return "rolled over: it was open for journal.session_runs.max_age";
+    return {};
+}
+
 session_runs::admission_step session_runs::next_admission_step(std::string const& key, asio::any_io_executor const& exec) {
     admission_step step;
+    auto const now = options_.clock();
     std::lock_guard lock(mutex_);
     auto it = runs_.find(key);
+    if (it != runs_.end() && it->second.admitted) {
+        auto why = past_limits(it->second, now);
+        if (why.empty()) {
+            it->second.last_used = now;
+            step.done.emplace(it->second.run);
+            return step;
+        }
+        // Full or old: this caller seals it and admits the run that continues it.
+        step.continues = it->second.run;
+        step.why_continued = std::move(why);
+        runs_.erase(it);
+        it = runs_.end();
+    }
     if (it == runs_.end()) {
         // Once close_all has begun, a run admitted now would be left running.
-        if (stopping_) step.done.emplace(core::make_error("stopping", "airlock is stopping: no run is admitted"));
-        else {
+        if (stopping_) {
+            step.done.emplace(core::make_error(stop_refusal_, "no run is admitted: " + stop_reason_));
+        } else {
             step.mine = ids_.next().str();
-            runs_[key] = run_slot{step.mine, false, {}};
+            runs_[key] = run_slot{step.mine, false, {}, now, now};
         }
-    } else if (it->second.admitted) {
-        step.done.emplace(it->second.run);
     } else {
         step.wait = std::make_shared<waiter>(exec);
         it->second.waiting.push_back(step.wait);
@@ -98,6 +122,14 @@ asio::awaitable<core::result<std::string>> session_runs::async_admitted_run(std:
     std::string run;
     for (;;) {
         auto step = next_admission_step(key, exec);
+        if (!step.continues.empty()) {
+            auto why = std::move(step.why_continued);
+            if (!step.mine.empty()) {
+                why += "; its calls continue in run " + step.mine;
+                admitted_body["continues"] = step.continues;
+            }
+            close_run(step.continues, std::move(why));
+        }
         if (step.done) co_return std::move(*step.done);
         if (!step.mine.empty()) {
             run = std::move(step.mine);
@@ -132,8 +164,14 @@ asio::awaitable<core::result<std::string>> session_runs::async_admitted_run(std:
     wake_all(waiting);
     if (!r) co_return r.error();
     if (stopped_meanwhile) {
-        close_run(run, "airlock stopped");
-        co_return core::make_error("stopping", "airlock began stopping while the run was being admitted");
+        std::string why, refusal;
+        {
+            std::lock_guard lock(mutex_);
+            why = stop_reason_;
+            refusal = stop_refusal_;
+        }
+        close_run(run, why);
+        co_return core::make_error(refusal, "the run was being admitted when runs stopped being admitted: " + why);
     }
     if (ended_meanwhile) {
         close_run(run, "session ended");
@@ -147,8 +185,12 @@ asio::awaitable<core::result<std::string>> session_runs::async_run_for(mcp::requ
     auto key = key_of(ctx.session_id, p.name);
     // Every call but a session's first finds its run admitted: no admission body to build.
     {
+        auto const now = options_.clock();
         std::lock_guard lock(mutex_);
-        if (auto it = runs_.find(key); it != runs_.end() && it->second.admitted) co_return it->second.run;
+        if (auto it = runs_.find(key); it != runs_.end() && it->second.admitted && past_limits(it->second, now).empty()) {
+            it->second.last_used = now;
+            co_return it->second.run;
+        }
     }
     json::object body;
     body["agent"] = {{"name", p.grants.name}, {"version", p.grants.version}, {"digest", p.grants.digest}};
@@ -277,12 +319,68 @@ void session_runs::session_closed(std::string const& session_id) {
     if (run) close_run(*run, "session ended");
 }
 
-void session_runs::close_all() {
+std::size_t session_runs::expire() {
+    std::vector<std::pair<std::string, std::string>> expired;  // run, why
+    std::vector<std::shared_ptr<waiter>> waiting;
+    auto const now = options_.clock();
+    {
+        std::lock_guard lock(mutex_);
+        for (auto it = runs_.begin(); it != runs_.end();) {
+            auto& slot = it->second;
+            std::string why;
+            if (slot.admitted) why = past_limits(slot, now);
+            // A legacy session's run ends with its session; a principal's has no session to end.
+            if (slot.admitted && why.empty() && !it->first.starts_with("session:") && now - slot.last_used >= options_.limits.idle)
+                why = "idle: no call for server.sessions.idle_timeout";
+            if (why.empty()) {
+                ++it;
+                continue;
+            }
+            expired.emplace_back(slot.run, why + "; the next call begins a new run");
+            it = runs_.erase(it);
+        }
+    }
+    for (auto& [run, why] : expired) close_run(run, std::move(why));
+    return expired.size();
+}
+
+void session_runs::start_upkeep(std::chrono::milliseconds every) {
+    if (!options_.executor) return;
+    auto timer = std::make_shared<asio::steady_timer>(options_.executor);
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) return;
+        upkeep_timer_ = timer;
+    }
+    std::weak_ptr<session_runs> weak = weak_from_this();
+    auto loop = [](std::weak_ptr<session_runs> weak, std::shared_ptr<asio::steady_timer> timer,
+                   std::chrono::milliseconds every) -> asio::awaitable<void> {
+        for (;;) {
+            timer->expires_after(every);
+            // close_all cancels it: stopping does not wait for the next tick.
+            auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+            auto self = weak.lock();
+            if (!self) co_return;
+            {
+                std::lock_guard lock(self->mutex_);
+                if (self->stopping_) co_return;
+            }
+            if (auto n = self->expire()) spdlog::info("journal: sealed {} gateway runs past their limits or idle", n);
+        }
+    };
+    mcp::spawn_logged(options_.executor, loop(std::move(weak), std::move(timer), every), "gateway run upkeep");
+}
+
+void session_runs::close_all(std::string reason, std::string refusal) {
     std::vector<std::string> admitted;
     std::vector<std::shared_ptr<waiter>> waiting;
     {
         std::lock_guard lock(mutex_);
+        if (stopping_) return;
         stopping_ = true;
+        stop_reason_ = reason;
+        stop_refusal_ = std::move(refusal);
+        if (upkeep_timer_) asio::post(options_.executor, [t = std::move(upkeep_timer_)] { t->cancel(); });
         for (auto& [key, slot] : runs_) {
             if (slot.admitted) admitted.push_back(slot.run);
             for (auto& w : slot.waiting) waiting.push_back(std::move(w));
@@ -290,7 +388,12 @@ void session_runs::close_all() {
         runs_.clear();
     }
     wake_all(waiting);
-    for (auto const& run : admitted) close_run(run, "airlock stopped");
+    for (auto const& run : admitted) close_run(run, reason);
+}
+
+bool session_runs::settled() const {
+    std::lock_guard lock(mutex_);
+    return stopping_ && closing_.empty() && sealing_ == 0;
 }
 
 asio::awaitable<void> session_runs::async_closed(std::chrono::milliseconds limit) {

@@ -2,7 +2,9 @@
 // The journal runs of the gateway: one per legacy session, one per principal for stateless
 // requests, and the gateway's own. A run is admitted once (callers that arrive meanwhile wait for
 // it), held open while a call in it has not journaled its outcome, and sealed when its session
-// ends or airlock stops. Its own lock; nothing in it calls out while holding it.
+// ends, when it has lived or counted past its limits (the next call begins the run that continues
+// it), when a stateless principal's run idles, after a reload, or when airlock stops. Its own
+// lock; nothing in it calls out while holding it.
 
 #include "core/journal.hpp"
 #include "core/run_id.hpp"
@@ -11,6 +13,7 @@
 #include "service/gateway/waiter.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 
@@ -26,12 +29,22 @@
 
 namespace airlock::service {
 
+// When a run is sealed and its key's next call begins a new one (journal.session_runs, and
+// server.sessions.idle_timeout for principals' runs): no run grows for ever, and every run is sealed
+// in time to be pruned.
+struct gateway_run_limits {
+    std::chrono::milliseconds max_age{std::chrono::hours(1)};    // since admission
+    std::size_t max_calls = 10'000;                              // tools/call steps in the run
+    std::chrono::milliseconds idle{std::chrono::minutes(30)};    // a stateless principal's run, without a call
+};
+
 struct session_runs_options {
     boost::asio::any_io_executor executor;  // seals and deferred outcomes run here; none: they are not run
     std::shared_ptr<core::journal_store> journal;
     std::string instance;  // the instance_lock id written into each admitted run
     std::function<std::chrono::system_clock::time_point()> clock;
     std::function<void(std::uint8_t*, std::size_t)> random;
+    gateway_run_limits limits;
 };
 
 class session_runs final : public std::enable_shared_from_this<session_runs> {
@@ -70,24 +83,37 @@ public:
 
     // The session's run is sealed once its open calls end.
     void session_closed(std::string const& session_id);
-    // Stopping: every admitted run is sealed once its open calls end; no run is admitted from now on.
-    void close_all();
+    // Seals the runs past their limits: older than max_age, and principals' runs idle for longer
+    // than `idle`. Their next call admits a new run. Returns how many it sealed.
+    std::size_t expire();
+    // Runs expire() every `every` until close_all.
+    void start_upkeep(std::chrono::milliseconds every);
+    // Stopping, or replaced by a reload: every admitted run is sealed once its open calls end, with
+    // `reason`; no run is admitted from now on: a caller that needs one gets the error `refusal`
+    // ("stopping", or "reloaded": another gateway admits the runs now).
+    void close_all(std::string reason = "airlock stopped", std::string refusal = "stopping");
+    // close_all has run and every run it closed is sealed.
+    bool settled() const;
     // Waits until every run being closed is sealed, or `limit` has passed.
     boost::asio::awaitable<void> async_closed(std::chrono::milliseconds limit);
 
 private:
     explicit session_runs(session_runs_options options);
 
+    using time_point = std::chrono::system_clock::time_point;
     struct run_slot {
         std::string run;
         bool admitted = false;  // run_admitted is durable; until then other callers wait
         std::vector<std::shared_ptr<waiter>> waiting;  // woken when admission ends, either way
+        time_point admitted_at{}, last_used{};
     };
     // What async_admitted_run does next, decided under the lock.
     struct admission_step {
         std::optional<core::result<std::string>> done;  // answered: the admitted run, or why not
         std::string mine;                              // this caller admits this run
         std::shared_ptr<waiter> wait;                  // another caller is admitting it
+        std::string continues;                         // the run `mine` follows, past its limits (sealed by this caller)
+        std::string why_continued;                     // the seal's reason of `continues`
     };
 
     // Admits (once) and returns the run that `key` writes to; concurrent callers share it.
@@ -99,11 +125,15 @@ private:
     // Seals `run` now, or once its open calls end.
     void close_run(std::string const& run, std::string reason);
     void seal(std::string run, std::string reason);  // with mutex_ held
+    // Why `slot` may take no more calls ("" when it may), with mutex_ held.
+    std::string past_limits(run_slot const& slot, time_point now) const;
 
     session_runs_options options_;
     mutable std::mutex mutex_;
     std::map<std::string, run_slot> runs_;           // key → its run
     bool stopping_ = false;                          // close_all has begun: no run is admitted
+    std::string stop_reason_, stop_refusal_;         // close_all's reason, and its error code
+    std::shared_ptr<boost::asio::steady_timer> upkeep_timer_;  // start_upkeep's, cancelled by close_all
     std::map<std::string, std::uint32_t> steps_;     // run id → effects started
     std::map<std::string, std::size_t> open_calls_;  // run id → calls in it whose outcome is not yet journaled
     std::map<std::string, std::string> closing_;     // runs to seal once their open calls end → why

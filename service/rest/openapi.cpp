@@ -39,6 +39,7 @@ constexpr char const* openapi_text = R"json({
         "parameters": [
           {"name": "status", "in": "query", "schema": {"$ref": "#/components/schemas/RunStatus"}},
           {"name": "agent", "in": "query", "schema": {"type": "string"}},
+          {"name": "kind", "in": "query", "description": "agent (the default): runs of agents; session: gateway sessions; airlock: airlock's own; all: every kind", "schema": {"enum": ["agent", "session", "airlock", "all"], "default": "agent"}},
           {"name": "since", "in": "query", "description": "Runs admitted at or after this RFC 3339 UTC time", "schema": {"type": "string", "format": "date-time"}},
           {"name": "cursor", "in": "query", "description": "next_cursor of the previous page", "schema": {"type": "string"}},
           {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}},
@@ -174,7 +175,7 @@ constexpr char const* openapi_text = R"json({
         "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200}},
         "oneOf": [{"required": ["agent"]}, {"required": ["capability"]}]},
       "RunSummary": {"type": "object", "properties": {
-        "run_id": {"type": "string"}, "agent": {"type": "string"}, "status": {"$ref": "#/components/schemas/RunStatus"},
+        "run_id": {"type": "string"}, "agent": {"type": "string"}, "kind": {"enum": ["agent", "session", "airlock"]}, "status": {"$ref": "#/components/schemas/RunStatus"},
         "admitted_at": {"type": "string"}, "principal": {"type": ["string", "null"], "description": "The run's owner; null: nobody (operators only see it)"}, "head_seq": {"type": "integer"}, "head_hash": {"type": "string"}, "sealed": {"type": "boolean"}}},
       "RunPage": {"type": "object", "properties": {
         "runs": {"type": "array", "items": {"$ref": "#/components/schemas/RunSummary"}}, "next_cursor": {"type": ["string", "null"]}}},

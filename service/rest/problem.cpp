@@ -40,7 +40,8 @@ http::status http_status(core::errc code) noexcept {
     case errc::sealed:
     case errc::not_pending:
     case errc::divergence:
-    case errc::conflict: return http::status::conflict;
+    case errc::conflict:
+    case errc::not_an_agent_run: return http::status::conflict;
     case errc::at_capacity: return http::status::too_many_requests;
     case errc::unavailable:
     case errc::closed: return http::status::service_unavailable;

@@ -20,7 +20,7 @@ using core::errc;
 
 namespace {
 
-// ?status=, ?agent=, ?since=, ?cursor=, ?limit=, ?principal= as a filter, or the problem to answer.
+// ?status=, ?agent=, ?kind=, ?since=, ?cursor=, ?limit=, ?principal= as a filter, or the problem to answer.
 asio::awaitable<std::variant<core::run_filter, http_response>> async_run_filter(route_context& c) {
     auto const v = c.version();
     core::run_filter f;
@@ -42,6 +42,17 @@ asio::awaitable<std::variant<core::run_filter, http_response>> async_run_filter(
         f.status = *s;
     }
     if (auto a = c.q.get("agent")) f.agent = *a;
+    // Agent runs unless asked: a gateway's sessions would otherwise bury them.
+    f.kind = "agent";
+    if (auto k = c.q.get("kind")) {
+        if (*k == "all") f.kind.reset();
+        else if (std::find_if(std::begin(core::run_kinds), std::end(core::run_kinds), [&](char const* n) { return *k == n; }) !=
+                 std::end(core::run_kinds))
+            f.kind = *k;
+        else
+            co_return problem(http::status::bad_request, errc::invalid_field, "kind '" + *k + "' is not a run kind",
+                              {{"kind", "one of agent, session, airlock, all"}}, v);
+    }
     if (auto s = c.q.get("since")) {
         auto bound = core::since_bound(*s);
         if (!bound)
@@ -137,7 +148,7 @@ http_response start_refused(route_context& c, core::error const& e, std::string_
 }  // namespace
 
 asio::awaitable<http_response> async_list_runs(route_context& c) {
-    if (auto k = c.unknown_param({"status", "agent", "since", "cursor", "limit", "principal"}))
+    if (auto k = c.unknown_param({"status", "agent", "since", "cursor", "limit", "principal", "kind"}))
         co_return c.unknown_param_problem(*k);
     auto filter = co_await async_run_filter(c);
     if (auto* refused = std::get_if<http_response>(&filter)) co_return std::move(*refused);

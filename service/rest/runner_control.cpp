@@ -24,6 +24,7 @@ std::optional<core::errc> control_errc(std::string_view runner_code) noexcept {
         {"not_awaiting_approval", errc::not_pending},
         {"unknown_effect", errc::not_pending},
         {"divergence", errc::divergence},
+        {"not_an_agent_run", errc::not_an_agent_run},
         {"invalid_run", errc::invalid_run},
         {"invalid_runner", errc::invalid_runner},
         {"malformed_record", errc::malformed_record},

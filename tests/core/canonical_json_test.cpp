@@ -9,7 +9,9 @@
 #include <cstring>
 #include <limits>
 
+using airlock::core::append_json;
 using airlock::core::canonical;
+using airlock::core::canonical_exact_integers;
 using airlock::core::canonicalize;
 using airlock::core::format_es_number;
 using airlock::core::parse_ijson;
@@ -96,10 +98,25 @@ TEST_CASE("NaN and Infinity are refused, as the RFC's table requires") {
     CHECK_FALSE(canonicalize("1e400").has_value());
 }
 
-TEST_CASE("integers are kept exact, even beyond 2^53") {
-    CHECK(*canonicalize("[9007199254740993, -9223372036854775808, 18446744073709551615, -0, 10]") ==
-          "[9007199254740993,-9223372036854775808,18446744073709551615,0,10]");
+// Found by tests/tools/canon_check.mjs against canonicalize 5.1.0: airlock wrote these integers
+// with all their digits, where RFC 8785 (numbers are I-JSON doubles) writes the nearest double.
+TEST_CASE("integers beyond 2^53 are written as the nearest double, as RFC 8785 and canonicalize 5.1.0 write them") {
+    CHECK(*canonicalize("[9007199254740993, -9007199254740993, 18446744073709551615, -3924923072849258444]") ==
+          "[9007199254740992,-9007199254740992,18446744073709552000,-3924923072849258500]");
+    CHECK(*canonicalize(R"({"a":642866947914085686,"b":9223372036854775807,"c":-9223372036854775808})") ==
+          R"({"a":642866947914085600,"b":9223372036854776000,"c":-9223372036854776000})");
+    CHECK(*canonicalize("[9007199254740992, -9007199254740992, 9007199254740991, -0, 10]") ==
+          "[9007199254740992,-9007199254740992,9007199254740991,0,10]");
     CHECK(*canonicalize("[1.0, 1e2, 1.5e1]") == "[1,100,15]");
+}
+
+TEST_CASE("JSON text written as held keeps every digit of an integer beyond 2^53") {
+    std::string out;
+    REQUIRE(append_json(out, *parse_ijson("[9007199254740993,18446744073709551615]")));
+    CHECK(out == "[9007199254740993,18446744073709551615]");
+    auto o = parse_ijson(R"({"n":-9223372036854775808})")->as_object();
+    CHECK(*canonical_exact_integers(o) == R"({"n":-9223372036854775808})");
+    CHECK(*canonical(o) == R"({"n":-9223372036854776000})");
 }
 
 TEST_CASE("duplicate member names are refused with the name in the message") {

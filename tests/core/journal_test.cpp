@@ -402,3 +402,28 @@ TEST_CASE("succeeded, failed, exhausted, quarantined and cancelled are the termi
     CHECK_FALSE(is_terminal_status("awaiting_approval"));
     CHECK_FALSE(is_terminal_status("done"));
 }
+
+TEST_CASE("a record's hash covers an integer beyond 2^53 as RFC 8785 writes it, the nearest double") {
+    auto body = obj(R"({"id":9007199254740993})");
+    auto r = chain_next("run-1", std::nullopt, {record_kind::note, body});
+    REQUIRE(r.has_value());
+    auto expected = openssl_sha256(raw(sha256_digest{}) + R"({"body":{"id":9007199254740992},"kind":"note",)" +
+                                   R"("run_id":"run-1","seq":1})");
+    CHECK(to_hex(r->hash) == to_hex(expected));
+    // The record's own text keeps every digit the tool sent.
+    CHECK_THAT(serialize_record(*r), Catch::Contains(R"("id":9007199254740993)"));
+}
+
+TEST_CASE("a record hashed with an integer's exact digits, as releases before RFC 8785 numbers did, still verifies") {
+    record r;
+    r.run_id = "run-1";
+    r.seq = 1;
+    r.kind = record_kind::note;
+    r.body = obj(R"({"id":-9223372036854775808,"n":18446744073709551615})");
+    r.hash = openssl_sha256(raw(sha256_digest{}) + R"({"body":{"id":-9223372036854775808,"n":18446744073709551615},)" +
+                            R"("kind":"note","run_id":"run-1","seq":1})");
+    CHECK(verdict(verify_chain({r})) == "ok");
+    // Either way of hashing covers the value: a changed digit is still found.
+    r.body["n"] = std::uint64_t(18446744073709551614u);
+    CHECK(verdict(verify_chain({r})).starts_with("seq 1: hash mismatch"));
+}

@@ -186,13 +186,34 @@ TEST_CASE("airlock serve on the journal-v1 fixture lists its runs, and the run i
     fixture_copy copy;
     {
         served_fixture s(copy);
-        auto listed = s.get("/v1/runs");
-        std::map<std::string, std::string> statuses;
-        for (auto const& r : listed.at("runs").as_array())
-            statuses[std::string(r.at("run_id").as_string())] = std::string(r.at("status").as_string());
-        std::map<std::string, std::string> expected;
-        for (auto const& run : all_runs) expected[run.id] = run.status;
-        CHECK(statuses == expected);
+        // Agent runs by default; the gateway session on request. The index the earlier airlock wrote
+        // had no kinds (and no owner for the session): this one fills them in from each run's admission.
+        auto statuses_of = [&](std::string const& query) {
+            std::map<std::string, std::string> statuses;
+            auto const listed = s.get("/v1/runs" + query);  // kept: the loop reads into it
+            for (auto const& r : listed.at("runs").as_array())
+                statuses[std::string(r.at("run_id").as_string())] =
+                    std::string(r.at("kind").as_string()) + " " + std::string(r.at("status").as_string());
+            return statuses;
+        };
+        std::map<std::string, std::string> agents, every;
+        for (auto const& run : all_runs) {
+            bool const session = std::string(run.id) == session_run.id;
+            every[run.id] = std::string(session ? "session " : "agent ") + run.status;
+            if (!session) agents[run.id] = every[run.id];
+        }
+        CHECK(statuses_of("") == agents);
+        CHECK(statuses_of("?kind=all") == every);
+        auto sessions = s.get("/v1/runs?kind=session").at("runs").as_array();
+        REQUIRE(sessions.size() == 1);
+        CHECK(sessions.at(0).at("run_id") == session_run.id);
+        CHECK(sessions.at(0).at("principal") == "alice");
+        auto bogus = s.call(carol_token, "GET", "/v1/runs?kind=sessions");
+        CHECK(bogus.status == 400);
+        CHECK_THAT(bogus.body, Catch::Contains("kind 'sessions' is not a run kind") && Catch::Contains("agent, session, airlock, all"));
+        auto replayed = s.call(carol_token, "POST", "/v1/runs/" + std::string(session_run.id) + "/replay", "{}");
+        CHECK(replayed.status == 409);
+        CHECK_THAT(replayed.body, Catch::Contains("not_an_agent_run") && Catch::Contains("a gateway session has nothing to replay"));
 
         auto parked = std::string(parked_run.id);
         auto approvals = s.get("/v1/runs/" + parked + "/approvals?status=pending");
@@ -225,16 +246,23 @@ TEST_CASE("airlock serve on the journal-v1 fixture lists its runs, and the run i
 TEST_CASE("the gateway session of the journal-v1 fixture reads back with its calls, their doubles and nesting unchanged",
           "[journal][fixture][e2e]") {
     fixture_copy copy;
-    auto listed = copy.airlock({"runs", "--json", "--journal", copy.journal.string()});
+    auto listed = copy.airlock({"runs", "--json", "--kind", "session", "--journal", copy.journal.string()});
     INFO(listed.out << listed.err);
     REQUIRE(listed.exit_code == 0);
-    bool found = false;
-    for (auto const& r : records_of(listed.out))
-        if (r.at("run_id") == session_run.id) {
-            found = true;
-            CHECK(r.at("status") == session_run.status);
-        }
-    CHECK(found);
+    auto sessions = records_of(listed.out);
+    REQUIRE(sessions.size() == 1);
+    CHECK(sessions.at(0).at("run_id") == session_run.id);
+    CHECK(sessions.at(0).at("status") == session_run.status);
+    CHECK(sessions.at(0).at("kind") == "session");
+    CHECK(sessions.at(0).at("principal") == "alice");
+    // Listed among agent runs it is not; replayed it cannot be, and airlock says why.
+    auto agents = copy.airlock({"runs", "--json", "--journal", copy.journal.string()});
+    CHECK(agents.exit_code == 0);
+    CHECK_THAT(agents.out, !Catch::Contains(session_run.id));
+    auto replay = copy.airlock({"replay", "--config", copy.config.string(), session_run.id});
+    INFO(replay.out << replay.err);
+    CHECK(replay.exit_code != 0);
+    CHECK_THAT(replay.err, Catch::Contains("not_an_agent_run") && Catch::Contains("a gateway session has nothing to replay"));
 
     auto exported = copy.journal_cli({"export", session_run.id});
     INFO(exported.err);

@@ -134,7 +134,7 @@ std::vector<json::object> records_of(std::string const& lines) {
 }
 
 std::vector<std::string> run_ids(deployment& d) {
-    auto listed = run_command({AIRLOCK_BINARY, "runs", "--json", "--journal", d.journal.string()});
+    auto listed = run_command({AIRLOCK_BINARY, "runs", "--json", "--kind", "all", "--journal", d.journal.string()});
     INFO(listed.err);
     REQUIRE(listed.exit_code == 0);
     std::vector<std::string> ids;
@@ -143,7 +143,7 @@ std::vector<std::string> run_ids(deployment& d) {
 }
 
 json::object run_summary(deployment& d, std::string const& id) {
-    auto listed = run_command({AIRLOCK_BINARY, "runs", "--json", "--journal", d.journal.string()});
+    auto listed = run_command({AIRLOCK_BINARY, "runs", "--json", "--kind", "all", "--journal", d.journal.string()});
     for (auto const& r : records_of(listed.out))
         if (r.at("run_id").as_string() == id) return r;
     FAIL("no run " << id << " in " << listed.out);

@@ -22,7 +22,7 @@ struct two_runs {
         auto s = store::lmdb_store::open({dir.path()});
         REQUIRE(s.has_value());
         for (auto const& [run, at] : {std::pair{"run-early", "2026-12-01T04:00:00Z"}, {"run-late", "2026-12-01T05:00:00Z"}}) {
-            boost::json::object admitted{{"agent", {{"name", "teller"}, {"version", "1"}, {"digest", "d"}}},
+            boost::json::object admitted{{"agent", {{"name", "teller"}, {"version", "1"}, {"digest", "d"}}}, {"mode", "agent"},
                                          {"input", "q"},
                                          {"admitted_at", at}};
             REQUIRE(run_awaitable((*s)->async_append(run, {{core::record_kind::run_admitted, admitted}})).has_value());

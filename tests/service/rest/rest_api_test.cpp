@@ -510,10 +510,10 @@ TEST_CASE("REST: a principal lists only the runs it owns, its gateway sessions i
     auto bobs_session = f.write_gateway_run("bob");
     f.write_run("teller", "44", true, "");  // owned by nobody
 
-    CHECK(listed_ids(f.request("GET", "/v1/runs")) == std::set<std::string>{alices, alices_session});
-    CHECK(listed_ids(f.request_with(bob_token, "GET", "/v1/runs")) == std::set<std::string>{bobs, bobs_session});
-    CHECK(listed_ids(f.request("GET", "/v1/runs?agent=desk")) == std::set<std::string>{alices_session});
-    auto page = body_of(f.request("GET", "/v1/runs"));
+    CHECK(listed_ids(f.request("GET", "/v1/runs?kind=all")) == std::set<std::string>{alices, alices_session});
+    CHECK(listed_ids(f.request_with(bob_token, "GET", "/v1/runs?kind=all")) == std::set<std::string>{bobs, bobs_session});
+    CHECK(listed_ids(f.request("GET", "/v1/runs?kind=all&agent=desk")) == std::set<std::string>{alices_session});
+    auto page = body_of(f.request("GET", "/v1/runs?kind=all"));
     CHECK(page.at("runs").as_array()[0].at("principal") == "alice");
 }
 
@@ -551,13 +551,13 @@ TEST_CASE("REST: an operator lists every run, its own and nobody's included, and
     auto bobs_session = f.write_gateway_run("bob");
     auto nobodys = f.write_run("teller", "44", true, "");
 
-    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs")) ==
+    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?kind=all")) ==
           std::set<std::string>{alices, bobs, bobs_session, nobodys});
-    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?principal=bob")) ==
+    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?kind=all&principal=bob")) ==
           std::set<std::string>{bobs, bobs_session});
-    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?principal=bob&agent=teller")) ==
+    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?kind=all&principal=bob&agent=teller")) ==
           std::set<std::string>{bobs});
-    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?principal=dave")).empty());
+    CHECK(listed_ids(f.request_with(carol_token, "GET", "/v1/runs?kind=all&principal=dave")).empty());
     auto journal = f.request_with(carol_token, "GET", "/v1/runs/" + bobs_session + "/journal");
     CHECK(journal.status == 200);
     CHECK(journal.body.find("of bob") != std::string::npos);
