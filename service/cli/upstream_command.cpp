@@ -181,35 +181,43 @@ std::string first_line(std::string const& s) {
 
 }  // namespace
 
-int run_tools(std::vector<std::string> const& args) {
+// The upstream's tools, handed to `show` (its exit code is the command's); a refused listing is
+// printed as "airlock COMMAND: kind: detail" with exit 1.
+template <class Show>
+int with_listed_tools(char const* command, std::vector<std::string> const& args, Show show) {
     upstream_args a;
-    if (int rc = parse_args("tools", args, a); rc >= 0) return rc;
+    if (int rc = parse_args(command, args, a); rc >= 0) return rc;
     if (!a.positional.empty()) {
-        std::cerr << "airlock tools: unexpected argument '" << a.positional[0] << "'\n";
+        std::cerr << "airlock " << command << ": unexpected argument '" << a.positional[0] << "'\n";
         return 2;
     }
     asio::io_context ioc;
-    auto client = make_client(ioc, a, "tools");
+    auto client = make_client(ioc, a, command);
     if (!client) return 2;
     auto task = [&]() -> asio::awaitable<int> {
         auto listed = co_await client->async_list_tools();
-        int rc = 0;
-        if (!listed) {
-            std::cerr << "airlock tools: " << core::to_string(listed.error().kind) << ": " << listed.error().detail << "\n";
-            rc = 1;
-        } else {
-            for (auto const& t : *listed) {
-                std::cout << t.spec.name << "\t" << t.id.wire_name() << "\t"
-                          << (mcp::may_mutate(t.spec) ? "mutates" : "read-only") << "\t" << ref_line(t) << "\t"
-                          << first_line(t.spec.description.value_or("")) << "\n";
-            }
-            std::cerr << listed->size() << " tools; era " << mcp::to_string(client->current_era()) << " "
-                      << client->protocol_version() << "\n";
-        }
+        int rc = 1;
+        if (!listed)
+            std::cerr << "airlock " << command << ": " << core::to_string(listed.error().kind) << ": "
+                      << listed.error().detail << "\n";
+        else
+            rc = show(a, *client, *listed);
         co_await client->async_close();
         co_return rc;
     };
     return cli::run_sync(ioc, task());
+}
+
+int run_tools(std::vector<std::string> const& args) {
+    return with_listed_tools("tools", args, [](upstream_args const&, auto& client, auto const& listed) {
+        for (auto const& t : listed) {
+            std::cout << t.spec.name << "\t" << t.id.wire_name() << "\t" << (mcp::may_mutate(t.spec) ? "mutates" : "read-only")
+                      << "\t" << ref_line(t) << "\t" << first_line(t.spec.description.value_or("")) << "\n";
+        }
+        std::cerr << listed.size() << " tools; era " << mcp::to_string(client.current_era()) << " " << client.protocol_version()
+                  << "\n";
+        return 0;
+    });
 }
 
 int run_call(std::vector<std::string> const& args) {
@@ -279,31 +287,13 @@ int run_grants(std::vector<std::string> const& args) {
         if (a == "--read-only") read_only = true;
         else rest.push_back(a);
     }
-    upstream_args a;
-    if (int rc = parse_args("grants", rest, a); rc >= 0) return rc;
-    if (!a.positional.empty()) {
-        std::cerr << "airlock grants: unexpected argument '" << a.positional[0] << "'\n";
-        return 2;
-    }
-    asio::io_context ioc;
-    auto client = make_client(ioc, a, "grants");
-    if (!client) return 2;
-    auto task = [&]() -> asio::awaitable<int> {
-        auto listed = co_await client->async_list_tools();
-        int rc = 0;
-        if (!listed) {
-            std::cerr << "airlock grants: " << core::to_string(listed.error().kind) << ": " << listed.error().detail << "\n";
-            rc = 1;
-        } else {
-            std::cout << grants_skeleton(a.name, *listed, read_only);
-            if (a.name == "upstream")
-                std::cerr << "the refs name the server 'upstream'; pass --name with the upstream's name in your "
-                             "configuration\n";
-        }
-        co_await client->async_close();
-        co_return rc;
-    };
-    return cli::run_sync(ioc, task());
+    return with_listed_tools("grants", rest, [&](upstream_args const& a, auto&, auto const& listed) {
+        std::cout << grants_skeleton(a.name, listed, read_only);
+        if (a.name == "upstream")
+            std::cerr << "the refs name the server 'upstream'; pass --name with the upstream's name in your "
+                         "configuration\n";
+        return 0;
+    });
 }
 
 }  // namespace airlock::service

@@ -266,20 +266,29 @@ TEST_CASE("a token without kid uses the one key that fits its alg; with two cand
 }
 
 TEST_CASE("a token signed by a stranger under a published kid is refused as bad_signature", "[jwt]") {
-    refused_as(testing::sign_token(stranger_key(), header(), good_claims()), token_fault::bad_signature);
+    auto r = refused_as(testing::sign_token(stranger_key(), header(), good_claims()), token_fault::bad_signature);
+    CHECK_THAT(r.detail, Catch::Contains("signature does not verify with key"));
 }
 
 TEST_CASE("a token whose payload was changed after signing is refused as bad_signature", "[jwt]") {
     auto t = token();
-    refused_as(testing::with_payload(t, with(good_claims(), "sub", "mallory")), token_fault::bad_signature);
-    refused_as(testing::with_payload(t, with(good_claims(), "exp", now_s + 86400)), token_fault::bad_signature);
+    CHECK(accepted(check(t)).subject == "alice");  // the same token, unchanged, is good
+    auto sub = refused_as(testing::with_payload(t, with(good_claims(), "sub", "mallory")), token_fault::bad_signature);
+    CHECK_THAT(sub.detail, Catch::Contains("signature does not verify"));
+    CHECK_THAT(sub.detail, !Catch::Contains("mallory"));
+    auto exp = refused_as(testing::with_payload(t, with(good_claims(), "exp", now_s + 86400)), token_fault::bad_signature);
+    CHECK_THAT(exp.detail, Catch::Contains("signature does not verify"));
 }
 
 TEST_CASE("a token whose header was changed after signing is refused as bad_signature", "[jwt]") {
     auto t = token();
-    refused_as(testing::with_header(t, with(header(), "typ", "JWT")), token_fault::bad_signature);
+    auto typ = refused_as(testing::with_header(t, with(header(), "typ", "JWT")), token_fault::bad_signature);
+    CHECK_THAT(typ.detail, Catch::Contains("signature does not verify"));
     auto rs = testing::sign_token(rsa_key(), header("RS256", "rsa-1"), good_claims());
-    refused_as(testing::with_header(rs, header("PS256", "rsa-1")), token_fault::bad_signature);
+    CHECK(accepted(check(rs)).subject == "alice");
+    // The same RSA signature read as PS256: the detail names the alg the header claims.
+    auto ps = refused_as(testing::with_header(rs, header("PS256", "rsa-1")), token_fault::bad_signature);
+    CHECK_THAT(ps.detail, Catch::Contains("PS256 signature does not verify with key \"rsa-1\""));
 }
 
 TEST_CASE("an expired token is refused as expired, with the skew as grace", "[jwt]") {
@@ -316,13 +325,15 @@ TEST_CASE("the same token is accepted or refused as the clock moves past both ed
 }
 
 TEST_CASE("a token for another audience is refused as bad_audience", "[jwt]") {
-    refused_as(token(with(good_claims(), "aud", "https://other.example/mcp")), token_fault::bad_audience);
-    refused_as(token(without(good_claims(), "aud")), token_fault::bad_audience);
-    refused_as(token(with(good_claims(), "aud", json::array{})), token_fault::bad_audience);
-    refused_as(token(with(good_claims(), "aud", 5)), token_fault::bad_audience);
+    CHECK(refused_as(token(with(good_claims(), "aud", "https://other.example/mcp")), token_fault::bad_audience).detail ==
+          "the token's audience is not this server");
+    CHECK(refused_as(token(without(good_claims(), "aud")), token_fault::bad_audience).detail == "the token names no audience");
+    CHECK(refused_as(token(with(good_claims(), "aud", json::array{})), token_fault::bad_audience).detail ==
+          "the token names no audience");
+    CHECK_THAT(refused_as(token(with(good_claims(), "aud", 5)), token_fault::bad_audience).detail, Catch::Contains("audience"));
     auto none = rules();
     none.audiences.clear();
-    refused_as(token(), token_fault::bad_audience, none);
+    CHECK(refused_as(token(), token_fault::bad_audience, none).detail == "the token's audience is not this server");
 }
 
 TEST_CASE("aud may be a string or an array that contains one of the configured audiences", "[jwt]") {
@@ -345,14 +356,16 @@ TEST_CASE("checks run in order: a token wrong in every way is refused for the fi
     };
     auto only_rsa = rules();
     only_rsa.algorithms = {jose::alg::rs256};
-    refused_as(stranger(everything_wrong), token_fault::bad_alg, only_rsa);
-    refused_as(stranger(everything_wrong), token_fault::bad_issuer);
+    CHECK_THAT(refused_as(stranger(everything_wrong), token_fault::bad_alg, only_rsa).detail, Catch::Contains("is not allowed"));
+    CHECK_THAT(refused_as(stranger(everything_wrong), token_fault::bad_issuer).detail,
+               Catch::Contains("\"https://evil.example\" is not configured"));
     auto good_iss = with(everything_wrong, "iss", issuer);
     refused_as(stranger(good_iss, header("EdDSA", "nobody")), token_fault::unknown_kid);
     refused_as(stranger(good_iss), token_fault::bad_signature);
     refused_as(token(with(good_iss, "nbf", now_s + 1000)), token_fault::expired);
     refused_as(token(with(with(good_iss, "exp", now_s + 300), "nbf", now_s + 1000)), token_fault::not_yet_valid);
-    refused_as(token(with(good_iss, "exp", now_s + 300)), token_fault::bad_audience);
+    CHECK(refused_as(token(with(good_iss, "exp", now_s + 300)), token_fault::bad_audience).detail ==
+          "the token's audience is not this server");
 }
 
 TEST_CASE("every fault has a stable label", "[jwt]") {
