@@ -946,3 +946,16 @@ TEST_CASE("a manifest holding a NUL byte is refused as invalid YAML naming where
     CHECK(r.error().code == "invalid_yaml");
     CHECK(r.error().message == "the manifest holds a NUL byte at byte 3, which YAML does not allow");
 }
+
+// Found by the manifest_yaml fuzz target: on a stray ',' yaml-cpp 0.7's LoadAll never returns (it
+// collects empty documents until memory runs out), so `airlock check` on such a file hung.
+TEST_CASE("a manifest yaml-cpp reads as endless empty documents is refused at once") {
+    for (auto text : {",", ", a", "\"a\",", "# The grants\n  ,    deskind: Agent\nkind: Agent\n"}) {
+        INFO(text);
+        auto r = parse_manifest(text);
+        REQUIRE_FALSE(r.has_value());
+        // Read as null (not a mapping), or as a value followed by an empty document.
+        CHECK((r.error().code == "wrong_type" || r.error().code == "invalid_yaml"));
+    }
+    CHECK(refused_with(std::string(clerk_yaml) + "---\n,", "invalid_yaml", "2 YAML documents"));
+}

@@ -20,7 +20,9 @@ inline void require(bool holds, char const* what) {
 // writes a whole double without a fraction, so it reads back as an integer), and -0 is 0. Two
 // integers compare exactly; a double against an integer as doubles, as RFC 8785 reads numbers
 // (a double of 2^60 is written in its shortest digits, which read back as a nearby integer).
-inline bool same_json(boost::json::value const& a, boost::json::value const& b) {
+// With `as_doubles` every number compares as the double I-JSON reads it (canonical JSON writes an
+// integer beyond 2^53 as its nearest double).
+inline bool same_json(boost::json::value const& a, boost::json::value const& b, bool as_doubles = false) {
     auto number = [](boost::json::value const& v, long double& out) {
         if (auto const* i = v.if_int64()) return out = static_cast<long double>(*i), true;
         if (auto const* u = v.if_uint64()) return out = static_cast<long double>(*u), true;
@@ -29,7 +31,7 @@ inline bool same_json(boost::json::value const& a, boost::json::value const& b) 
     };
     long double x = 0, y = 0;
     if (number(a, x) && number(b, y)) {
-        if (a.is_double() || b.is_double()) return static_cast<double>(x) == static_cast<double>(y);
+        if (as_doubles || a.is_double() || b.is_double()) return static_cast<double>(x) == static_cast<double>(y);
         return x == y;  // long double holds every int64 and uint64 exactly
     }
     if (a.kind() != b.kind()) return false;
@@ -38,7 +40,7 @@ inline bool same_json(boost::json::value const& a, boost::json::value const& b) 
         if (o->size() != p.size()) return false;
         for (auto const& [k, v] : *o) {
             auto const* w = p.if_contains(k);
-            if (!w || !same_json(v, *w)) return false;
+            if (!w || !same_json(v, *w, as_doubles)) return false;
         }
         return true;
     }
@@ -46,7 +48,7 @@ inline bool same_json(boost::json::value const& a, boost::json::value const& b) 
         auto const& brr = b.get_array();
         if (arr->size() != brr.size()) return false;
         for (std::size_t i = 0; i < arr->size(); ++i)
-            if (!same_json((*arr)[i], brr[i])) return false;
+            if (!same_json((*arr)[i], brr[i], as_doubles)) return false;
         return true;
     }
     return a == b;

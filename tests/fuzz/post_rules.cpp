@@ -42,6 +42,10 @@ void own_headers_agree(mcp::message const& body) {
     if (!r || r->method == mcp::method::initialize) return;
     auto h = mcp::modern_post_headers(*r);
     if (!h) return;
+    // A body whose _meta names a legacy version gets a legacy version header, and a known version
+    // header decides the era: only a modern version makes these headers modern.
+    auto version = h->get(mcp::header::protocol_version);
+    if (!version || mcp::era_of(*version) != mcp::era::modern) return;
     require(mcp::classify_post(*h, body) == mcp::era::modern, "a POST with modern headers is classified legacy");
     auto checked = mcp::validate_modern_post(*h, body);
     if (!checked)
