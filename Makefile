@@ -6,7 +6,7 @@ RUN_ARGS ?= serve --config examples/airlock.yaml --hints
 FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= build-fuzz
 
-.PHONY: run test bench canon-check build package deps configure clean fuzz
+.PHONY: run test test-asan test-tsan bench canon-check build package deps configure clean fuzz
 
 run: build
 	./$(BUILD_DIR)/service/airlock $(RUN_ARGS)
@@ -33,6 +33,19 @@ canon-check: configure
 	cmake --build $(BUILD_DIR) --target canon_tool
 	tests/peers/node_modules/.bin/node tests/tools/canon_check.mjs --tool $(BUILD_DIR)/tests/canon_tool \
 		--n $(CANON_N) --seed $(CANON_SEED) --random-seed
+
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer, and under ThreadSanitizer,
+# each in its own build directory; a report fails the test whose process made it. The
+# suppressions in tests/sanitizers/ are for third-party reports only, each with its reason.
+SAN_DIR := $(CURDIR)/tests/sanitizers
+test-asan: deps
+	ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=0" \
+	LSAN_OPTIONS="suppressions=$(SAN_DIR)/lsan.supp:print_suppressions=0" \
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$(SAN_DIR)/ubsan.supp" \
+		$(MAKE) test BUILD_DIR=build-asan CMAKE_FLAGS="-DAIRLOCK_SANITIZE=address,undefined"
+test-tsan: deps
+	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(SAN_DIR)/tsan.supp" \
+		$(MAKE) test BUILD_DIR=build-tsan CMAKE_FLAGS="-DAIRLOCK_SANITIZE=thread"
 
 build: configure
 	cmake --build $(BUILD_DIR)
