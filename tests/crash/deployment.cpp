@@ -98,7 +98,11 @@ std::optional<std::string> deployment::start(std::vector<std::string> const& pre
     for (std::string a : {std::string(AIRLOCK_BINARY), std::string("serve"), std::string("--config"), config().string(),
                           std::string("--listen"), std::string("127.0.0.1:0")})
         argv.push_back(a);
-    airlock_ = std::make_unique<testing::child_process>(argv);
+    try {
+        airlock_ = std::make_unique<testing::child_process>(argv);
+    } catch (std::runtime_error const& e) {
+        return std::string(e.what());
+    }
     auto line = airlock_->wait_for_stderr_line("listening on http://", 60s);
     std::smatch m;
     if (!line || !std::regex_search(*line, m, std::regex(R"(127\.0\.0\.1:(\d+))"))) {

@@ -25,8 +25,13 @@ void read_record(journal_view& view, json::object const& record) {
     auto const& body = record.at("body").as_object();
     auto& run = view.runs[run_id];
     auto effect = text_of(body, "effect_key");
-    if (kind == "run_admitted") run.admitted = true;
-    else if (kind == "run_sealed") run.status = text_of(body, "status");
+    if (kind == "run_admitted") {
+        run.admitted = true;
+        run.gateway = text_of(body, "mode") == "gateway";
+    } else if (kind == "run_sealed") {
+        run.status = text_of(body, "status");
+        run.reason = text_of(body, "reason");
+    }
     else if (kind == "effect_started" && text_of(body, "target") != "model" && !view.effects.contains(effect)) {
         journaled_effect e{run_id, text_of(body, "tool"), {}, true, "", false};
         if (auto const* a = body.if_contains("arguments"); a && a->is_object()) e.arguments = a->as_object();
@@ -122,15 +127,19 @@ void check_told_calls(journal_view const& j, told const& clients, promise_check&
         if (!j.approved.contains(effect)) c.problems.push_back("the approval of " + effect + " was accepted and is not in the journal");
 }
 
-// A call with no outcome is in doubt: noted so in a gateway run, and its run quarantined when it mutates.
+// A call with no outcome is in doubt: its run is sealed saying so (naming it), a gateway run notes
+// it, and one that mutates quarantines its run.
 void check_in_doubt(journal_view const& j, promise_check& c) {
     for (auto const& [key, e] : j.effects) {
         if (!e.outcome.empty()) continue;
         ++c.in_doubt;
         auto const& run = j.runs.at(e.run_id);
+        auto what = "effect " + key + " (" + e.tool + ") is in doubt and ";
         if (e.mutates && run.status != "quarantined")
-            c.problems.push_back("effect " + key + " (" + e.tool + ") is in doubt and its run is " +
-                                 (run.status.empty() ? "not sealed" : run.status) + ", not quarantined");
+            c.problems.push_back(what + "its run is " + (run.status.empty() ? "not sealed" : run.status) + ", not quarantined");
+        else if (run.reason.find(key) == std::string::npos)
+            c.problems.push_back(what + "its run's seal does not name it: " + run.reason);
+        if (run.gateway && !e.noted_in_doubt) c.problems.push_back(what + "its gateway run has no effect_in_doubt note for it");
     }
 }
 

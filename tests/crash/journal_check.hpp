@@ -27,7 +27,9 @@ struct journaled_effect {
 
 struct journaled_run {
     std::string status;  // the seal's status, "" while unsealed
+    std::string reason;  // the seal's reason
     bool admitted = false;
+    bool gateway = false;  // a gateway session's run (run_admitted.body.mode)
     std::vector<std::string> effects;  // effect keys of its tool calls, in order
 };
 
