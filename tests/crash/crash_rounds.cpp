@@ -3,7 +3,7 @@
 // operator approving them), kills it with SIGKILL at a moment drawn from the seed, restarts it on
 // the same durable journal and checks, from outside, that every chain verifies, that every call a
 // client was told the answer of is journaled with that outcome or noted in doubt, that the upstream
-// performed no mutating call twice, and that every call in doubt quarantined its run. Then the
+// performed no mutating call twice, and that every mutating call in doubt quarantined its run. Then the
 // scenarios: a stopped upstream, a full map, a full disk, a read-only journal directory.
 //
 //   crash_rounds [--rounds N] [--seed N]      (exit 1 when a promise broke)
@@ -15,10 +15,12 @@
 
 #include <boost/json/parse.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -112,8 +114,8 @@ round_row one_round(deployment& d, int round, int kill_ms, told& all, int& in_do
         row.problems = 1;
         return row;
     }
-    if (!settle(d)) problems.push_back("round " + std::to_string(round) + ": resumed runs still running after 60 s");
     auto before = problems.size();
+    if (!settle(d)) problems.push_back("round " + std::to_string(round) + ": resumed runs still running after 60 s");
     auto check = check_now(d, all, row.broken, problems);
     row.in_doubt = check.in_doubt - in_doubt_before;
     in_doubt_before = check.in_doubt;
