@@ -3,8 +3,10 @@ BUILD_DIR ?= build
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure -j2
 RUN_ARGS ?= serve --config examples/airlock.yaml --hints
+FUZZ_SECONDS ?= 60
+FUZZ_DIR ?= build-fuzz
 
-.PHONY: run test bench canon-check crash-test build package deps configure clean
+.PHONY: run test bench canon-check crash-test build package deps configure clean fuzz
 
 run: build
 	./$(BUILD_DIR)/service/airlock $(RUN_ARGS)
@@ -44,6 +46,13 @@ crash-test: configure
 
 build: configure
 	cmake --build $(BUILD_DIR)
+
+# The libFuzzer targets of tests/fuzz, each for FUZZ_SECONDS on a scratch copy of its seeds, built
+# with clang-14 in their own directory; crashes land in $(FUZZ_DIR)/fuzz-work/TARGET/ (docs/building.md).
+fuzz: deps
+	cmake -S tests/fuzz -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++-14
+	cmake --build $(FUZZ_DIR)
+	scripts/fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
 
 # A Debian package (CPack): the binary, /etc/airlock/airlock.yaml and a hardened systemd unit.
 package: build

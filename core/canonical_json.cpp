@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstdint>
 #include <limits>
@@ -20,6 +21,15 @@ namespace airlock::core {
 namespace {
 
 std::string at(std::size_t pos) { return " at byte " + std::to_string(pos); }
+
+// A byte of the input for an error message: printable ASCII quoted, anything else in hex, so the
+// message (which a JSON-RPC error carries back to the sender) is always valid UTF-8.
+std::string shown(char c) {
+    if (c > 0x20 && c < 0x7f) return std::string("'") + c + "'";
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", static_cast<unsigned char>(c));
+    return std::string("byte ") + hex;
+}
 
 class parser {
 public:
@@ -65,7 +75,7 @@ private:
             case 'n': return literal("null", out, nullptr);
             default:
                 if (c == '-' || (c >= '0' && c <= '9')) return number(out);
-                return fail("syntax", std::string("unexpected character '") + c + "'");
+                return fail("syntax", "unexpected character " + shown(c));
         }
     }
 
@@ -187,7 +197,7 @@ private:
                     append_utf8(out, cp);
                     break;
                 }
-                default: return fail("syntax", std::string("invalid escape '\\") + e + "'");
+                default: return fail("syntax", "invalid escape: backslash then " + shown(e));
             }
         }
     }

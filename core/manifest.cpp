@@ -559,9 +559,13 @@ void check_mentions(reader& r, manifest const& m, source_notes const& notes) {
 std::pair<manifest, std::vector<error>> read_manifest(std::string_view yaml_text) {
     reader r;
     manifest m;
-    std::vector<YAML::Node> docs;
+    yaml::documents docs;
+    if (auto nul = yaml::nul_byte(yaml_text)) {
+        r.fail("invalid_yaml", "the manifest holds " + *nul);
+        return {std::move(m), std::move(r.problems)};
+    }
     try {
-        docs = YAML::LoadAll(std::string(yaml_text));
+        docs = yaml::read_documents(std::string(yaml_text));
     } catch (YAML::ParserException const& e) {
         r.fail("invalid_yaml", "YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
                                    std::to_string(e.mark.column + 1) + ": " + e.msg);
@@ -570,13 +574,13 @@ std::pair<manifest, std::vector<error>> read_manifest(std::string_view yaml_text
         r.fail("invalid_yaml", std::string("YAML cannot be read: ") + e.what());
         return {std::move(m), std::move(r.problems)};
     }
-    if (docs.size() != 1) {
-        r.fail("invalid_yaml", docs.empty() ? std::string("the manifest is empty")
-                                            : "the text holds " + std::to_string(docs.size()) +
-                                                  " YAML documents; a manifest is exactly one");
+    if (docs.count != 1) {
+        r.fail("invalid_yaml", docs.count == 0 ? std::string("the manifest is empty")
+                                               : "the text holds " + std::to_string(docs.count) +
+                                                     " YAML documents; a manifest is exactly one");
         return {std::move(m), std::move(r.problems)};
     }
-    auto const root = docs.front();
+    auto const root = docs.first;
     if (!r.mapping(root, "", {"apiVersion", "kind", "metadata", "spec"})) return {std::move(m), std::move(r.problems)};
 
     if (auto v = root["apiVersion"]; !v) {

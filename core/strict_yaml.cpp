@@ -7,11 +7,14 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <sstream>
 
 // yaml-cpp hands back text and leaves typing to the reader, and its own as<bool>() takes YAML 1.1's
 // yes/no/on/off. A security manifest or a gateway's configuration should mean the same thing to
@@ -78,6 +81,53 @@ scalar_kind classify(YAML::Node const& n) {
 }
 
 std::string in_quotes(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
+
+std::optional<std::string> nul_byte(std::string_view text) {
+    auto at = text.find('\0');
+    if (at == std::string_view::npos) return std::nullopt;
+    return "a NUL byte at byte " + std::to_string(at) + ", which YAML does not allow";
+}
+
+namespace {
+
+// Counts documents, and whether the one being read so far is only an empty node.
+class document_counter final : public YAML::EventHandler {
+public:
+    bool empty = true;
+
+    void OnDocumentStart(YAML::Mark const&) override { empty = true; }
+    void OnDocumentEnd() override {}
+    void OnNull(YAML::Mark const&, YAML::anchor_t) override {}
+    void OnAlias(YAML::Mark const&, YAML::anchor_t) override { empty = false; }
+    void OnScalar(YAML::Mark const&, std::string const&, YAML::anchor_t, std::string const&) override { empty = false; }
+    void OnSequenceStart(YAML::Mark const&, std::string const&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+        empty = false;
+    }
+    void OnSequenceEnd() override {}
+    void OnMapStart(YAML::Mark const&, std::string const&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+        empty = false;
+    }
+    void OnMapEnd() override {}
+};
+
+}  // namespace
+
+documents read_documents(std::string const& text, std::size_t most) {
+    documents d;
+    {
+        std::istringstream in(text);
+        YAML::Parser parser(in);
+        document_counter counter;
+        // yaml-cpp 0.7 can report an empty document without consuming a token, and then reports it
+        // again forever (yaml-cpp issue 1040): the first empty document ends the count.
+        while (d.count <= most && parser.HandleNextDocument(counter)) {
+            ++d.count;
+            if (counter.empty) break;
+        }
+    }
+    if (d.count > 0) d.first = YAML::Load(text);
+    return d;
+}
 
 bool is_blank(std::string_view s) noexcept {
     return std::all_of(s.begin(), s.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });

@@ -27,6 +27,20 @@ enum class scalar_kind { null_, boolean, integer, floating, string, other_tag };
 
 // Non-empty and every character a digit of `base` (8, 10 or 16). No sign, no prefix.
 bool all_digits(std::string_view s, int base = 10) noexcept;
+// Where a text holds a NUL byte ("a NUL byte at byte 12"), or nullopt. YAML does not allow NUL, and
+// yaml-cpp 0.7 never returns on some texts holding one, so every reader refuses such a text before
+// parsing it.
+std::optional<std::string> nul_byte(std::string_view text);
+// The first document of a YAML text and how many it holds (0 for a text of comments only), read
+// without YAML::LoadAll: on some malformed texts (a lone ',') yaml-cpp 0.7's LoadAll never returns,
+// collecting empty documents until memory runs out. Here counting stops at the first empty
+// document and at `most`. Throws YAML::Exception on a syntax error, as LoadAll does.
+struct documents {
+    YAML::Node first;
+    std::size_t count = 0;  // more than `most` counts as most + 1
+};
+documents read_documents(std::string const& text, std::size_t most = 16);
+
 // The core schema's int: [-+]?[0-9]+, 0o[0-7]+ or 0x[0-9a-fA-F]+.
 bool is_core_int(std::string_view s) noexcept;
 // The core schema's float, including .inf, -.inf and .nan in their three spellings.

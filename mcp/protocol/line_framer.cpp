@@ -27,6 +27,8 @@ line_framer::ended line_framer::take(std::string_view& data) {
     auto part = data.substr(0, nl);
     if (!skipping_ && line_.size() + part.size() > max_) {
         // The first bytes are all that is parsed of it; the rest is only counted past.
+        // The bytes kept so far belong to its tail too: the id may begin in them.
+        skipped_.keep_tail(line_);
         line_.append(part.substr(0, max_ - line_.size()));
         skipped_.head = read_message_head(line_);
         skipping_ = true;

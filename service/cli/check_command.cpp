@@ -2,6 +2,7 @@
 
 #include "core/grant_hints.hpp"
 #include "core/manifest.hpp"
+#include "core/strict_yaml.hpp"
 #include "mcp/client/spawn_logged.hpp"
 #include "service/app/oauth.hpp"
 #include "service/app/wiring.hpp"
@@ -21,6 +22,7 @@ namespace {
 
 // A document with `kind: Agent` is a manifest; anything else is a configuration file.
 bool looks_like_manifest(std::string const& text) {
+    if (core::yaml::nul_byte(text)) return false;  // the config loader says where the NUL is
     try {
         auto doc = YAML::Load(text);
         return doc.IsMap() && doc["kind"] && doc["kind"].IsScalar() && doc["kind"].Scalar() == "Agent";

@@ -32,6 +32,20 @@ struct loaded {
     std::vector<core::error> problems;
 };
 
+// A line other than blanks, comments and document markers.
+bool has_content(std::string_view text) {
+    while (!text.empty()) {
+        auto nl = text.find('\n');
+        auto line = text.substr(0, nl);
+        text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+        auto at = line.find_first_not_of(" \t\r");
+        if (at == std::string_view::npos) continue;
+        line.remove_prefix(at);
+        if (line.front() != '#' && !line.starts_with("---") && !line.starts_with("...")) return true;
+    }
+    return false;
+}
+
 // The file's one YAML document (an empty file: an empty mapping); nullopt after recording why not.
 std::optional<YAML::Node> read_document(fs::path const& source, std::vector<core::error>& problems) {
     auto got = read_text_file(source, max_config_bytes);
@@ -39,21 +53,32 @@ std::optional<YAML::Node> read_document(fs::path const& source, std::vector<core
         problems.push_back(core::make_error(got.problem_code, show_path(source) + " " + got.problem));
         return std::nullopt;
     }
-    std::vector<YAML::Node> docs;
+    if (auto nul = core::yaml::nul_byte(*got.text)) {
+        problems.push_back(core::make_error("invalid_yaml", show_path(source) + " holds " + *nul));
+        return std::nullopt;
+    }
+    core::yaml::documents docs;
     try {
-        docs = YAML::LoadAll(*got.text);
+        docs = core::yaml::read_documents(*got.text);
     } catch (YAML::Exception const& e) {
         problems.push_back(core::make_error(
             "invalid_yaml", "line " + std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) +
                                 ": " + e.msg));
         return std::nullopt;
     }
-    if (docs.size() > 1) {
+    if (docs.count > 1) {
         problems.push_back(core::make_error("invalid_yaml", "the configuration must be one YAML document, not " +
-                                                                    std::to_string(docs.size())));
+                                                                    std::to_string(docs.count)));
         return std::nullopt;
     }
-    YAML::Node root = docs.empty() ? YAML::Node(YAML::NodeType::Map) : docs.front();
+    YAML::Node root = docs.count == 0 ? YAML::Node(YAML::NodeType::Map) : docs.first;
+    if (root.IsNull() && has_content(*got.text)) {
+        // yaml-cpp reads some malformed texts (a stray ',') as an empty document: that is not the
+        // empty file that means every default.
+        problems.push_back(core::make_error("invalid_yaml", "the configuration must be a mapping of sections; "
+                                                            "its text reads as no value at all"));
+        return std::nullopt;
+    }
     if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);  // an empty file means every default
     return root;
 }

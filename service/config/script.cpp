@@ -100,6 +100,7 @@ std::optional<scripted_turn> read_turn(core::yaml::reader& r, YAML::Node const& 
 }  // namespace
 
 core::result<script> parse_script(std::string_view text, std::string_view source) {
+    if (auto nul = core::yaml::nul_byte(text)) return core::make_error("invalid_yaml", std::string(source) + " holds " + *nul);
     YAML::Node doc;
     try {
         doc = YAML::Load(std::string(text));

@@ -232,3 +232,20 @@ TEST_CASE("a depth limit names itself, and values are measured to it without wal
     CHECK_FALSE(airlock::core::nests_deeper_than(boost::json::value(1), 0));
     CHECK(airlock::core::nests_deeper_than(boost::json::value(boost::json::array{}), 0));
 }
+
+// Found by the jsonrpc_decode fuzz target: the error named an unexpected byte as it was, so a
+// byte of a UTF-8 sequence made the message, and the JSON-RPC error that carries it, invalid UTF-8.
+TEST_CASE("a parse error names an unexpected non-ASCII byte in hex, so its message stays valid UTF-8") {
+    auto r = parse_ijson("{\"id\":\xde\x96\x89}");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(airlock::core::is_valid_utf8(r.error().message));
+    CHECK(r.error().message == "unexpected character byte 0xde at byte 6");
+    CHECK(parse_ijson("{\"id\":x}").error().message == "unexpected character 'x' at byte 6");
+}
+
+TEST_CASE("an invalid escape is named without repeating a non-ASCII byte raw") {
+    auto r = parse_ijson("\"\\\xff\"");
+    REQUIRE_FALSE(r.has_value());
+    CHECK(airlock::core::is_valid_utf8(r.error().message));
+    CHECK(r.error().message == "invalid escape: backslash then byte 0xff at byte 3");
+}

@@ -937,3 +937,25 @@ TEST_CASE("journal: a value that is not full, hash or omit is refused naming the
     CHECK(e.code == "invalid_value");
     CHECK_THAT(e.message, Catch::Contains("spec.tools[1].journal is hash, but this manifest is an agent's"));
 }
+
+// Found by the manifest_yaml fuzz target: yaml-cpp never returned on this text, so parsing it (and
+// `airlock check` on such a file) hung. YAML does not allow NUL; the manifest reader now says so.
+TEST_CASE("a manifest holding a NUL byte is refused as invalid YAML naming where the NUL is") {
+    auto r = parse_manifest(std::string_view(",i~\0\0\0" "3", 7));
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == "invalid_yaml");
+    CHECK(r.error().message == "the manifest holds a NUL byte at byte 3, which YAML does not allow");
+}
+
+// Found by the manifest_yaml fuzz target: on a stray ',' yaml-cpp 0.7's LoadAll never returns (it
+// collects empty documents until memory runs out), so `airlock check` on such a file hung.
+TEST_CASE("a manifest yaml-cpp reads as endless empty documents is refused at once") {
+    for (auto text : {",", ", a", "\"a\",", "# The grants\n  ,    deskind: Agent\nkind: Agent\n"}) {
+        INFO(text);
+        auto r = parse_manifest(text);
+        REQUIRE_FALSE(r.has_value());
+        // Read as null (not a mapping), or as a value followed by an empty document.
+        CHECK((r.error().code == "wrong_type" || r.error().code == "invalid_yaml"));
+    }
+    CHECK(refused_with(std::string(clerk_yaml) + "---\n,", "invalid_yaml", "2 YAML documents"));
+}

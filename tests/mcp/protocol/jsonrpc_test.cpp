@@ -389,3 +389,15 @@ TEST_CASE("a message nested deeper than airlock reads is refused as invalid para
     // Shapes that are not JSON stay parse errors.
     CHECK(refusal(R"({"jsonrpc":"2.0","id":4,"method":)").error.code == rpc_code::parse_error);
 }
+
+// Found by the jsonrpc_decode fuzz target: the ParseError answering a body with a stray UTF-8 byte
+// repeated the byte raw, so the answer itself was not valid UTF-8 and no strict client could read it.
+TEST_CASE("the ParseError answering a stray non-ASCII byte is itself a readable JSON-RPC message") {
+    auto parsed = parse_message("{\"jsonrpc\":\"2.0\",\"id\":\xde\x96\x89lock\"}");
+    REQUIRE_FALSE(parsed.has_value());
+    auto const& reply = parsed.error().reply;
+    CHECK(reply.error.code == rpc_code::parse_error);
+    auto answer = parse_message(serialize(message{reply}));
+    REQUIRE(answer.has_value());
+    CHECK(std::get<error_response>(*answer) == reply);
+}

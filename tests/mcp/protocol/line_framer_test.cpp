@@ -76,3 +76,18 @@ TEST_CASE("input that ends inside a line gives that line at its end, and nothing
     line_framer g(64);
     CHECK(frame(g, "{\"a\":1}\n", 5) == std::vector<std::string>{"{\"a\":1}"});
 }
+
+// Found by the line_framer fuzz target: the tail of an oversized line lacked the bytes that
+// arrived before the chunk that overflowed it, so an id those bytes began was lost.
+TEST_CASE("an oversized line keeps the id that began before the chunk that made it too long") {
+    std::string const line = R"({"result":{"text":"a long answer"},"jsonrpc":"2.0","id":7})";
+    line_framer f(line.size() - 2);
+    // Everything but `7}` fits; the last chunk overflows the limit and holds only the end of the id.
+    std::string_view first = std::string_view(line).substr(0, line.size() - 2);
+    REQUIRE(f.take(first) == ended::none);
+    std::string rest = line.substr(line.size() - 2) + "\n";
+    std::string_view last = rest;
+    REQUIRE(f.take(last) == ended::oversized);
+    REQUIRE(f.skipped().id() == request_id{std::int64_t{7}});
+    CHECK(f.skipped().tail == line);
+}

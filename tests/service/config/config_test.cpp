@@ -164,6 +164,19 @@ TEST_CASE("a configuration that is not a mapping is refused") {
     CHECK(first_code(w.config("- server\n")) == "wrong_type");
 }
 
+// yaml-cpp 0.7's LoadAll never returns on these texts (it collects empty documents until memory
+// runs out): airlock used to hang at start on such a file. Each is now refused at once.
+TEST_CASE("a configuration yaml-cpp reads as endless empty documents is refused, not hung on") {
+    workspace w;
+    for (auto text : {",", ", a", "\"a\",", "# a comment\n  ,    mutates: false\n", "server: {}\n---\n,"}) {
+        INFO(text);
+        auto msg = first_problem(w.config(text));
+        CHECK(first_code(w.config(text)) == "invalid_yaml");
+        CHECK_THAT(msg, Catch::Contains("no value at all") || Catch::Contains("one YAML document"));
+    }
+    CHECK(first_problem(w.config("# only a comment\n---\n")).empty());
+}
+
 TEST_CASE("a YAML syntax error names the line") {
     workspace w;
     auto msg = first_problem(w.config("server:\n  listen: [127.0.0.1\n"));
