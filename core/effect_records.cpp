@@ -180,4 +180,9 @@ tool_error to_tool_error(effect_failed const& f, std::string tool) {
     return tool_error{kind, std::move(tool), f.detail};
 }
 
+boost::json::object in_doubt_note(std::string const& effect_key, std::string const& tool, bool mutates,
+                                  std::string_view why) {
+    return {{"event", "effect_in_doubt"}, {"effect_key", effect_key}, {"tool", tool}, {"mutates", mutates}, {"why", why}};
+}
+
 }  // namespace airlock::core

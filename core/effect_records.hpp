@@ -86,4 +86,10 @@ effect_failed failure_record(std::string effect_key, tool_error const& e, std::o
 // tool_failed. `tool` names the tool in the error ("" for a model call).
 tool_error to_tool_error(effect_failed const& f, std::string tool);
 
+// The body of the note that marks a call in doubt: it was started and its outcome is not in the
+// journal, so it may or may not have taken effect, and nothing repeats it. `why` says how the
+// outcome was lost. {"event": "effect_in_doubt", effect_key, tool, mutates, why}
+boost::json::object in_doubt_note(std::string const& effect_key, std::string const& tool, bool mutates,
+                                  std::string_view why);
+
 }  // namespace airlock::core

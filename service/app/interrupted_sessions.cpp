@@ -150,13 +150,10 @@ interrupted_seal plan_interrupted_seal(std::vector<core::record> const& records)
         if (!keys.empty()) keys += ", ";
         keys += key + " (" + call.tool + ")";
         if (noted.contains(key)) continue;
-        boost::json::object body{{"event", "effect_in_doubt"},
-                                 {"effect_key", key},
-                                 {"tool", call.tool},
-                                 {"mutates", call.mutates},
-                                 {"why", "the call was started and its outcome was not journaled before the airlock "
-                                         "process holding the session ended"}};
-        plan.notes.push_back({core::record_kind::note, std::move(body)});
+        plan.notes.push_back({core::record_kind::note,
+                              core::in_doubt_note(key, call.tool, call.mutates,
+                                                  "the call was started and its outcome was not journaled before "
+                                                  "the airlock process holding the session ended")});
     }
     plan.in_doubt = open.size();
     plan.status = mutating_in_doubt ? "quarantined" : "cancelled";

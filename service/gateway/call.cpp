@@ -193,7 +193,8 @@ asio::awaitable<mcp::handler_result> call::async_send(planned_call const& plan, 
                   std::chrono::duration_cast<std::chrono::milliseconds>(call_took).count());
     // The outcome record need not delay the reply: lost in a crash, the effect reads as in doubt,
     // which is the truth.
-    runs_->journal_outcome(call_exec, std::move(run), std::move(done.record), std::move(hold));
+    runs_->journal_outcome(call_exec, std::move(run), std::move(done.record), std::move(hold),
+                           {begun->effect_key, tool.uri(), plan.mutates});
     if (done.error) co_return std::move(*done.error);
     co_return std::move(done.result);
 }

@@ -1,5 +1,6 @@
 #include "service/gateway/session_runs.hpp"
 
+#include "core/effect_records.hpp"
 #include "core/rfc3339.hpp"
 #include "mcp/client/spawn_logged.hpp"
 #include "mcp/protocol/era.hpp"
@@ -28,9 +29,34 @@ void wake_all(std::vector<std::shared_ptr<waiter>> const& waiting) {
     for (auto const& w : waiting) w->wake();
 }
 
+// A call whose outcome record the journal refused (a full disk, a full map) may or may not have
+// taken effect, like one cut off by a crash: its run must not read as a clean end. Each such call
+// gets an effect_in_doubt note before the seal, and one that mutates quarantines the run, as the
+// next start does for a session a dead process left open. When the notes cannot be written either,
+// the run is left unsealed: the next airlock to open the journal seals it with its notes.
 asio::awaitable<void> async_seal_session_run(std::shared_ptr<core::journal_store> journal, std::string run,
-                                             std::string reason) {
+                                             std::string reason, std::vector<journaled_call> lost) {
     std::string status = "succeeded";
+    if (!lost.empty()) {
+        std::vector<core::new_record> notes;
+        std::string keys;
+        bool mutating = false;
+        for (auto const& c : lost) {
+            notes.push_back({core::record_kind::note,
+                             core::in_doubt_note(c.effect_key, c.tool, c.mutates,
+                                                 "the call was made and the journal refused its outcome record")});
+            keys += (keys.empty() ? "" : ", ") + c.effect_key + " (" + c.tool + ")";
+            mutating = mutating || c.mutates;
+        }
+        if (auto noted = co_await journal->async_append(run, std::move(notes)); !noted) {
+            spdlog::error("journal: run {} left unsealed: cannot note {} calls in doubt: {}", run, lost.size(),
+                          noted.error().message);
+            co_return;
+        }
+        if (mutating) status = "quarantined";
+        reason += "; " + std::to_string(lost.size()) + (lost.size() == 1 ? " call is" : " calls are") +
+                  " in doubt (the journal refused its outcome record): " + keys;
+    }
     auto r = co_await journal->async_seal(run, status, reason);
     if (!r) spdlog::warn("journal: sealing run {}: {}", run, r.error().message);
 }
@@ -38,12 +64,18 @@ asio::awaitable<void> async_seal_session_run(std::shared_ptr<core::journal_store
 // A call's outcome record, written after the reply. Nobody waits for it, so on LMDB it rides in the
 // transaction of the next effect_started (one fsync instead of two on the next call's path) or is
 // committed within the store's defer_limit.
-// `hold` keeps the run open (unsealed) until the record is written.
+// `hold` keeps the run open (unsealed) until the record is written; a refusal is reported to
+// `lost` first, so the seal that the hold's release may start knows of it.
 asio::awaitable<void> async_journal_outcome(std::shared_ptr<core::journal_store> journal, std::string run,
-                                            core::new_record rec, std::shared_ptr<void> hold) {
+                                            core::new_record rec, std::shared_ptr<void> hold,
+                                            std::function<void()> lost) {
     auto batch = core::one_record(std::move(rec));
     auto r = co_await journal->async_append_deferred(run, std::move(batch));
-    if (!r) spdlog::error("journal: run {}: {}", run, r.error().message);
+    if (!r) {
+        spdlog::error("journal: run {}: a call's outcome record was refused, the call is in doubt: {}", run,
+                      r.error().message);
+        lost();
+    }
     hold.reset();
 }
 
@@ -234,9 +266,18 @@ asio::awaitable<void> session_runs::async_journal(std::string run, core::new_rec
 }
 
 void session_runs::journal_outcome(asio::any_io_executor const& exec, std::string run, core::new_record rec,
-                                   std::shared_ptr<void> hold) {
-    auto task = async_journal_outcome(options_.journal, std::move(run), std::move(rec), std::move(hold));
+                                   std::shared_ptr<void> hold, journaled_call call) {
+    std::weak_ptr<session_runs> weak = weak_from_this();
+    auto lost = [weak, run, call = std::move(call)] {
+        if (auto self = weak.lock()) self->outcome_lost(run, call);
+    };
+    auto task = async_journal_outcome(options_.journal, std::move(run), std::move(rec), std::move(hold), std::move(lost));
     mcp::spawn_logged(exec, std::move(task), "gateway call outcome");
+}
+
+void session_runs::outcome_lost(std::string const& run, journaled_call call) {
+    std::lock_guard lock(mutex_);
+    lost_[run].push_back(std::move(call));
 }
 
 std::uint32_t session_runs::next_step(std::string const& run) {
@@ -295,11 +336,17 @@ void session_runs::seal(std::string run, std::string reason) {
         }
         wake_all(waiting);
     };
+    std::vector<journaled_call> lost;
+    if (auto it = lost_.find(run); it != lost_.end()) {
+        lost = std::move(it->second);
+        lost_.erase(it);
+    }
     // Posted: the caller holds mutex_, and the seal must not begin (or complete) under it.
     auto exec = options_.executor;
     asio::post(exec, [exec, journal = options_.journal, run = std::move(run), reason = std::move(reason),
-                      done = std::move(done)]() mutable {
-        asio::co_spawn(exec, async_seal_session_run(journal, std::move(run), std::move(reason)), std::move(done));
+                      lost = std::move(lost), done = std::move(done)]() mutable {
+        asio::co_spawn(exec, async_seal_session_run(journal, std::move(run), std::move(reason), std::move(lost)),
+                       std::move(done));
     });
 }
 

@@ -38,6 +38,13 @@ struct gateway_run_limits {
     std::chrono::milliseconds idle{std::chrono::minutes(30)};    // a stateless principal's run, without a call
 };
 
+// A call as the note that marks it in doubt names it: kept while its outcome record is on its way.
+struct journaled_call {
+    std::string effect_key;
+    std::string tool;  // tool://server/name
+    bool mutates = true;
+};
+
 struct session_runs_options {
     boost::asio::any_io_executor executor;  // seals and deferred outcomes run here; none: they are not run
     std::shared_ptr<core::journal_store> journal;
@@ -77,9 +84,10 @@ public:
     // Appends `rec` now; a failure is logged.
     boost::asio::awaitable<void> async_journal(std::string run, core::new_record rec);
     // Appends a call's outcome after the reply, deferred (journal_store::async_append_deferred);
-    // `hold` keeps the run unsealed until it is written. Runs on `exec`.
+    // `hold` keeps the run unsealed until it is written. Runs on `exec`. When the journal refuses the
+    // record, `call` is in doubt, and the run's seal says so (see seal).
     void journal_outcome(boost::asio::any_io_executor const& exec, std::string run, core::new_record rec,
-                         std::shared_ptr<void> hold);
+                         std::shared_ptr<void> hold, journaled_call call);
 
     // The session's run is sealed once its open calls end.
     void session_closed(std::string const& session_id);
@@ -122,6 +130,7 @@ private:
     // After run_admitted was appended (or refused): marks the slot and wakes its waiters.
     core::result<std::string> admitted(std::string const& key, std::string const& run, core::result<void> appended);
     void call_ended(std::string const& run);
+    void outcome_lost(std::string const& run, journaled_call call);
     // Seals `run` now, or once its open calls end.
     void close_run(std::string const& run, std::string reason);
     void seal(std::string run, std::string reason);  // with mutex_ held
@@ -137,6 +146,7 @@ private:
     std::map<std::string, std::uint32_t> steps_;     // run id → effects started
     std::map<std::string, std::size_t> open_calls_;  // run id → calls in it whose outcome is not yet journaled
     std::map<std::string, std::string> closing_;     // runs to seal once their open calls end → why
+    std::map<std::string, std::vector<journaled_call>> lost_;  // run id → calls whose outcome record the journal refused
     std::size_t sealing_ = 0;                        // seals under way
     std::vector<std::shared_ptr<waiter>> closed_waiting_;  // async_closed's, woken when nothing is left to seal
     core::run_id_generator ids_;

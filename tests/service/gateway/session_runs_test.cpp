@@ -188,3 +188,70 @@ TEST_CASE("a gateway replaced by a reload seals its runs with that reason and re
     CHECK(h.seal_reason(run) == "configuration reloaded; the next call begins a new run");
     CHECK(h.runs->settled());
 }
+
+namespace {
+
+// A call of `run` journaled as the gateway journals one: its start now, its outcome deferred after
+// the reply. `output` is the outcome's output; one over a journal record's limit is refused.
+asio::awaitable<std::string> async_journaled_call(harness& h, std::string const& run, std::string const& tool,
+                                                  bool mutates, boost::json::value output) {
+    auto held = h.runs->hold(run);
+    auto key = run + "/" + std::to_string(h.runs->next_step(run)) + "/tool";
+    boost::json::object started{{"effect_key", key}, {"target", "tool"}, {"tool", tool},
+                                {"arguments", boost::json::object{}}, {"mutates", mutates}};
+    std::vector<core::new_record> start;
+    start.push_back({core::record_kind::effect_started, std::move(started)});
+    auto appended = co_await h.runs->async_append(run, std::move(start));
+    REQUIRE(appended.has_value());
+    boost::json::object done{{"effect_key", key}, {"output", std::move(output)}};
+    core::new_record outcome{core::record_kind::effect_done, std::move(done)};
+    service::journaled_call call{key, tool, mutates};
+    h.runs->journal_outcome(h.ioc.get_executor(), run, std::move(outcome), std::move(held), std::move(call));
+    co_return key;
+}
+
+}  // namespace
+
+TEST_CASE("a session run whose call's outcome record the journal refused is sealed quarantined, the call noted in doubt") {
+    harness h(service::gateway_run_limits{});
+    std::string run, lost, kept;
+    h.run([&]() -> asio::awaitable<void> {
+        auto admitted = co_await h.runs->async_run_for(h.context("s1"), h.alice);
+        REQUIRE(admitted.has_value());
+        run = *admitted;
+        std::string const peek = "tool://counter/peek", add = "tool://counter/add";
+        boost::json::value small = boost::json::object{{"total", 1}};
+        kept = co_await async_journaled_call(h, run, peek, false, small);
+        // An outcome larger than a journal record: the store refuses it, as a full disk would.
+        boost::json::value too_large = boost::json::string(std::string(core::max_record_bytes + 1, 'x'));
+        lost = co_await async_journaled_call(h, run, add, true, too_large);
+    });
+    auto records = h.records(run);
+    std::vector<std::string> noted;
+    for (auto const& r : records)
+        if (r.kind == core::record_kind::note && r.body.at("event") == "effect_in_doubt")
+            noted.emplace_back(r.body.at("effect_key").as_string());
+    CHECK(noted == std::vector<std::string>{lost});
+    REQUIRE(records.back().kind == core::record_kind::run_sealed);
+    CHECK(records.back().body.at("status") == "quarantined");
+    CHECK_THAT(h.seal_reason(run), Catch::Contains("1 call is in doubt (the journal refused its outcome record): " + lost +
+                                                   " (tool://counter/add)"));
+}
+
+TEST_CASE("a session run whose only lost outcome is a read's is sealed succeeded, the read noted in doubt") {
+    harness h(service::gateway_run_limits{});
+    std::string run, lost;
+    h.run([&]() -> asio::awaitable<void> {
+        run = co_await h.async_call();
+        std::string const peek = "tool://counter/peek";
+        boost::json::value too_large = boost::json::string(std::string(core::max_record_bytes + 1, 'x'));
+        lost = co_await async_journaled_call(h, run, peek, false, too_large);
+    });
+    auto records = h.records(run);
+    REQUIRE(records.size() >= 2);
+    auto const& note = records[records.size() - 2];
+    CHECK(note.kind == core::record_kind::note);
+    CHECK(note.body.at("effect_key").as_string() == lost);
+    CHECK(note.body.at("mutates") == false);
+    CHECK(records.back().body.at("status") == "succeeded");
+}
