@@ -24,6 +24,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iostream>
 #include <memory>
@@ -171,6 +172,7 @@ struct fault_case {
     std::string fault;
     std::vector<std::string> fault_text;
     std::vector<std::string> journal_text;
+    std::function<void(std::string const&)> check_log = {};  // more checks of airlock's log, once it stopped
 };
 
 // Starts the faulty call, and while it is in flight times `n` calls to the healthy upstream.
@@ -195,7 +197,7 @@ void print_latencies(fault_case const& f, std::vector<std::chrono::milliseconds>
     std::ostringstream line;
     line << "fault matrix: " << f.transport << " " << f.fault << ": the healthy upstream answered in";
     for (auto t : took) line << " " << t.count() << " ms";
-    line << (still_in_flight ? " while the faulty call was in flight\n" : " (the faulty call had already failed)\n");
+    line << (still_in_flight ? " while the faulty call was in flight\n" : " (the faulty call had already ended)\n");
     std::cout << line.str() << std::flush;
 }
 
@@ -253,6 +255,7 @@ void run_fault(fault_case const& f) {
     CHECK(elsewhere.connections() == 0);
     airlock.signal(SIGTERM);
     CHECK(airlock.wait(30s) == 0);
+    if (f.check_log) f.check_log(airlock.stderr_text());
 
     auto record = failed_record(d.journal_records());
     std::cout << "fault matrix: " << f.transport << " " << f.fault << ": the journal says "
@@ -295,6 +298,21 @@ TEST_CASE("fault matrix, stdio: an upstream that exits mid-call fails the call a
 
 TEST_CASE("fault matrix, stdio: 20,000 notifications before a reply reach the caller, then the reply") {
     run_fault({"stdio", "flood", {"worked"}, {}});
+}
+
+TEST_CASE("fault matrix, stdio: 100,000 lines on stderr cost airlock's log about a hundred lines, not one each") {
+    auto bounded = [](std::string const& log) {
+        std::size_t lines = 0;
+        for (auto at = log.find("upstream faulty stderr: "); at != std::string::npos; at = log.find("upstream faulty stderr: ", at + 1))
+            ++lines;
+        std::cout << "fault matrix: stdio stderr_flood: airlock logged " << lines << " of the 100000 stderr lines\n";
+        CHECK(lines <= 300);  // 100 every 10 s, and the flood takes seconds
+        CHECK(lines >= 100);
+        CHECK_THAT(log, Catch::Contains("upstream faulty: its stderr wrote more than 100 lines within 10 s; further lines are "
+                                        "counted, not logged"));
+        CHECK_THAT(log, Catch::Contains("lines of its stderr were not logged (at most 100 are, every 10 s)"));
+    };
+    run_fault({"stdio", "stderr_flood", {"worked"}, {}, bounded});
 }
 
 TEST_CASE("fault matrix, HTTP: a body that is not JSON fails the call at once as not JSON-RPC") {
