@@ -20,7 +20,10 @@ std::string every(std::chrono::milliseconds interval) {
 
 stderr_log::stderr_log(std::string upstream, std::size_t lines, std::chrono::milliseconds interval,
                        std::function<clock::time_point()> now)
-    : upstream_(std::move(upstream)), lines_(line_cap), budget_(lines), interval_(interval),
+    : upstream_(std::move(upstream)),
+      lines_(line_cap),
+      budget_(lines),
+      interval_(interval),
       now_(now ? std::move(now) : [] { return clock::now(); }) {}
 
 void stderr_log::take(std::string_view data) {
@@ -45,8 +48,9 @@ void stderr_log::emit() {
         // Said once per interval, at the first line held back, so that the log shows at once why
         // the server's lines stop.
         if (untold_++ == 0)
-            spdlog::warn("upstream {}: its stderr wrote more than {} lines within {}; further lines are counted, not logged",
-                         upstream_, budget_, every(interval_));
+            spdlog::warn(
+                "upstream {}: its stderr wrote more than {} lines within {}; further lines are counted, not logged",
+                upstream_, budget_, every(interval_));
         return;
     }
     ++logged_in_window_;

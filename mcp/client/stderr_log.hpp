@@ -22,7 +22,8 @@ public:
     static constexpr std::chrono::milliseconds default_interval{10'000};
 
     explicit stderr_log(std::string upstream, std::size_t lines = default_lines,
-                        std::chrono::milliseconds interval = default_interval, std::function<clock::time_point()> now = {});
+                        std::chrono::milliseconds interval = default_interval,
+                        std::function<clock::time_point()> now = {});
 
     // Bytes read from the server's stderr; every whole line in them is logged or counted.
     void take(std::string_view data);

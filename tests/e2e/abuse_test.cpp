@@ -84,8 +84,8 @@ std::string post_mcp(std::string const& host, std::string const& body, std::stri
                      std::string const& bearer = token) {
     return "POST /mcp HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + bearer +
            "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
-           "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n" + extra_headers +
-           "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+           "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n" +
+           extra_headers + "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
 // A modern tools/list whose params carry `extra` members (each followed by a comma).
@@ -136,7 +136,8 @@ TEST_CASE("a client dripping its headers slower than the read timeout is cut off
     }
     std::cout << "abuse: 16 connections dripping headers were all closed within "
               << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms; the first got "
-              << (seen[0].bytes.empty() ? std::string("no answer") : seen[0].bytes.substr(0, seen[0].bytes.find('\r'))) << "\n";
+              << (seen[0].bytes.empty() ? std::string("no answer") : seen[0].bytes.substr(0, seen[0].bytes.find('\r')))
+              << "\n";
     // Cut off within the read timeout and a generous margin, though bytes kept coming.
     CHECK(took < 15s);
     others_are_served(a);
@@ -155,13 +156,15 @@ TEST_CASE("a flood of idle connections leaves other clients, /healthz and /ready
 
 TEST_CASE("oversized headers get 431 and an oversized body 413, each with a JSON-RPC error body at /mcp") {
     abused_airlock a("  header_limit: 4KiB\n  body_limit: 64KiB\n");
-    auto big_header = raw_http(a.port, post_mcp(a.host(), tools_list_body(), "X-Big: " + std::string(8 * 1024, 'h') + "\r\n"));
+    auto big_header =
+        raw_http(a.port, post_mcp(a.host(), tools_list_body(), "X-Big: " + std::string(8 * 1024, 'h') + "\r\n"));
     INFO(big_header.head << big_header.body);
     CHECK(big_header.status == 431);
     CHECK_THAT(big_header.head, Catch::Contains("application/json"));
     CHECK(json::parse(big_header.body).at("error").at("code") == -32600);
 
-    auto big_body = raw_http(a.port, post_mcp(a.host(), tools_list_body(R"("pad":")" + std::string(100 * 1024, 'b') + R"(",)")));
+    auto big_body =
+        raw_http(a.port, post_mcp(a.host(), tools_list_body(R"("pad":")" + std::string(100 * 1024, 'b') + R"(",)")));
     INFO(big_body.head << big_body.body);
     CHECK(big_body.status == 413);
     CHECK_THAT(big_body.head, Catch::Contains("application/json"));
@@ -207,13 +210,15 @@ TEST_CASE("a body that is not valid UTF-8 is refused as a parse error, and the c
     others_are_served(a);
 }
 
-TEST_CASE("a request framed by both Content-Length and Transfer-Encoding is refused, and what it smuggled is never served") {
+TEST_CASE(
+    "a request framed by both Content-Length and Transfer-Encoding is refused, and what it smuggled is never served") {
     abused_airlock a;
     std::string const smuggled = "GET /healthz HTTP/1.1\r\nHost: " + a.host() + "\r\n\r\n";
     std::string const body = "0\r\n\r\n" + smuggled;
-    auto r = raw_http(a.port, "POST /mcp HTTP/1.1\r\nHost: " + a.host() + "\r\nAuthorization: Bearer " + token +
-                                  "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                                  "\r\nTransfer-Encoding: chunked\r\n\r\n" + body);
+    auto r =
+        raw_http(a.port, "POST /mcp HTTP/1.1\r\nHost: " + a.host() + "\r\nAuthorization: Bearer " + token +
+                             "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                             "\r\nTransfer-Encoding: chunked\r\n\r\n" + body);
     INFO(r.head << r.body);
     CHECK(r.status == 400);
     CHECK_THAT(r.head, Catch::Contains("application/json"));
@@ -230,8 +235,10 @@ TEST_CASE("pipelined requests on one connection are all answered, in order") {
                   "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
                   "MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: " +
                   std::to_string(body.size()) + "\r\n\r\n" + body;
-    auto r = raw_http(a.port, health + listed + health + listed + "GET /healthz HTTP/1.1\r\nHost: " + a.host() +
-                                  "\r\nConnection: close\r\n\r\n", 30s);
+    auto r = raw_http(a.port,
+                      health + listed + health + listed + "GET /healthz HTTP/1.1\r\nHost: " + a.host() +
+                          "\r\nConnection: close\r\n\r\n",
+                      30s);
     auto all = r.head + r.body;
     std::vector<std::size_t> at;
     for (auto p = all.find("HTTP/1.1 "); p != std::string::npos; p = all.find("HTTP/1.1 ", p + 1)) at.push_back(p);
@@ -275,7 +282,8 @@ long median_us(std::function<raw_response()> const& request, int n) {
     for (int i = 0; i < n; ++i) {
         auto start = std::chrono::steady_clock::now();
         request();
-        took.push_back(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+        took.push_back(
+            std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
     }
     std::sort(took.begin(), took.end());
     return took[took.size() / 2];
@@ -306,8 +314,8 @@ TEST_CASE("a guessed token is refused with 401 alike whether it is near the real
     }
     auto near = median_us([&] { return refused(guesses[0]); }, 30);
     auto far = median_us([&] { return refused(guesses[4]); }, 30);
-    std::cout << "abuse: a refused token near the real one took " << near << " us (median of 30), one nowhere near " << far
-              << " us\n";
+    std::cout << "abuse: a refused token near the real one took " << near << " us (median of 30), one nowhere near "
+              << far << " us\n";
     others_are_served(a);
 }
 

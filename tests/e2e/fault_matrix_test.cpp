@@ -2,7 +2,8 @@
 // (tests/fixtures/faults/faulty_server.mjs, over stdio and over HTTP) beside a healthy one. For
 // each fault: what the client of airlock gets, in words a user understands; that the healthy
 // upstream answers while the fault is in progress (its latency is printed); what the journal keeps
-// of the failed call; and that once the fault is over the same upstream answers again.
+// of the failed call; and that once the fault is over the same upstream answers again. A stdio
+// upstream flooding its stderr is here too: it must cost airlock's log a bounded number of lines.
 //
 // Covered elsewhere and not repeated here: a handshake that never completes (stdio and HTTP) and an
 // HTTP upstream that resets every connection from the start (upstream_faults_test.cpp), the egress
@@ -55,7 +56,8 @@ struct http_faulty {
                 std::uint16_t at = 0) {
         child = std::make_unique<child_process>(
             std::vector<std::string>{peers::node(), faulty_server(), "http", fault},
-            std::vector<std::string>{"PORT=" + std::to_string(at), "HEAL_FILE=" + heal.string(), "REDIRECT_TO=" + redirect_to});
+            std::vector<std::string>{"PORT=" + std::to_string(at), "HEAL_FILE=" + heal.string(),
+                                     "REDIRECT_TO=" + redirect_to});
         auto line = child->wait_for_stderr_line("airlock-test-listening", 30s);
         REQUIRE(line.has_value());
         port = static_cast<std::uint16_t>(std::stoi(line->substr(line->rfind(' ') + 1)));
@@ -82,13 +84,13 @@ struct matrix_deployment {
             << "apiVersion: airlock/v1\nkind: Agent\nmetadata: { name: alice-desk, version: \"1\" }\nspec:\n  tools:\n"
             << "    - { ref: tool://faulty/work, mutates: false }\n    - { ref: tool://healthy/work, mutates: false }\n"
             << "  budgets: {}\n";
-        std::ofstream(config) << "journal: { dir: journal }\nupstreams:\n"
-                              << "  - name: faulty\n    deadline: " << faulty_deadline.count() << "s\n    " << faulty
-                              << "\n  - name: healthy\n    stdio: { argv: [\"" << peers::node() << "\", \""
-                              << faulty_server() << "\", stdio, none] }\n"
-                              << "egress:\n  - process: \"" << peers::node() << "\"\n"
-                              << egress
-                              << "principals:\n  - name: alice\n    token_file: alice.token\n    manifest: alice.yaml\n";
+        std::ofstream(config)
+            << "journal: { dir: journal }\nupstreams:\n"
+            << "  - name: faulty\n    deadline: " << faulty_deadline.count() << "s\n    " << faulty
+            << "\n  - name: healthy\n    stdio: { argv: [\"" << peers::node() << "\", \"" << faulty_server()
+            << "\", stdio, none] }\n"
+            << "egress:\n  - process: \"" << peers::node() << "\"\n"
+            << egress << "principals:\n  - name: alice\n    token_file: alice.token\n    manifest: alice.yaml\n";
     }
 
     // Every record of the journal (airlock stopped), as JSON lines.
@@ -131,7 +133,8 @@ call_outcome outcome_of(raw_response const& r) {
     REQUIRE(r.status == 200);
     // A JSON body, or the last event of an SSE one (the reply, after the notifications relayed).
     auto body = r.body;
-    if (auto at = body.rfind("data: "); r.head.find("text/event-stream") != std::string::npos && at != std::string::npos)
+    if (auto at = body.rfind("data: ");
+        r.head.find("text/event-stream") != std::string::npos && at != std::string::npos)
         body = body.substr(at + 6, body.find('\n', at) - at - 6);
     auto v = json::parse(body).as_object();
     if (v.contains("error")) return {true, true, std::string(v.at("error").at("message").as_string())};
@@ -220,7 +223,8 @@ void run_fault(fault_case const& f) {
                          "], env: { HEAL_FILE: \"" + heal.string() + "\" } }";
     std::string egress;
     if (f.transport == "http") {
-        server = std::make_unique<http_faulty>(f.fault, heal, "http://127.0.0.1:" + std::to_string(elsewhere.port()) + "/mcp");
+        server = std::make_unique<http_faulty>(f.fault, heal,
+                                               "http://127.0.0.1:" + std::to_string(elsewhere.port()) + "/mcp");
         faulty = "url: " + server->origin() + "/mcp";
         egress = "  - " + server->origin() + "\n";
     }
@@ -237,8 +241,10 @@ void run_fault(fault_case const& f) {
     auto seen = outcome_of(failed.reply);
     INFO("the client saw: " << seen.text);
     std::cout << "fault matrix: " << f.transport << " " << f.fault << ": the client saw "
-              << (seen.rpc_error ? "JSON-RPC error: " : seen.is_error ? "isError: " : "a result: ") << seen.text << " (after "
-              << failed.took.count() << " ms)\n";
+              << (seen.rpc_error  ? "JSON-RPC error: "
+                  : seen.is_error ? "isError: "
+                                  : "a result: ")
+              << seen.text << " (after " << failed.took.count() << " ms)\n";
     CHECK(seen.is_error == !f.journal_text.empty());
     for (auto const& words : f.fault_text) CHECK_THAT(seen.text, Catch::Contains(words));
     CHECK(failed.took < faulty_deadline + 5s);
@@ -261,7 +267,8 @@ void run_fault(fault_case const& f) {
     std::cout << "fault matrix: " << f.transport << " " << f.fault << ": the journal says "
               << (record.empty() ? std::string("effect_done")
                                  : "effect_failed " + json::serialize(json::parse(record).at("body")))
-              << "\n" << std::flush;
+              << "\n"
+              << std::flush;
     for (auto const& words : f.journal_text) CHECK_THAT(record, Catch::Contains(words));
 }
 
@@ -273,27 +280,42 @@ std::string const may_or_may_not = "timed_out (the call may or may not have take
 }  // namespace
 
 TEST_CASE("fault matrix, stdio: bytes that are not JSON in place of a reply are skipped, and the call times out") {
-    run_fault({"stdio", "garbage", {may_or_may_not + "deadline: upstream faulty: tools/call: no reply within 6000 ms"}, in_doubt});
+    run_fault({"stdio",
+               "garbage",
+               {may_or_may_not + "deadline: upstream faulty: tools/call: no reply within 6000 ms"},
+               in_doubt});
 }
 
 TEST_CASE("fault matrix, stdio: a reply longer than max_message_bytes fails its call at once, naming the limit") {
-    run_fault({"stdio", "oversized",
-               {"malformed: faulty: protocol: upstream faulty: the server sent a message of more than 4194304 bytes in reply to "
-                "request", "the limit is the upstream's max_message_bytes"},
+    run_fault({"stdio",
+               "oversized",
+               {"malformed: faulty: protocol: upstream faulty: the server sent a message of more than 4194304 bytes",
+                "in reply to request",
+                "the limit is the upstream's max_message_bytes"},
                malformed});
 }
 
 TEST_CASE("fault matrix, stdio: an upstream that never answers a call fails it at its deadline, in doubt") {
-    run_fault({"stdio", "silence", {may_or_may_not + "deadline: upstream faulty: tools/call: no reply within 6000 ms"}, in_doubt});
+    run_fault({"stdio",
+               "silence",
+               {may_or_may_not + "deadline: upstream faulty: tools/call: no reply within 6000 ms"},
+               in_doubt});
 }
 
 TEST_CASE("fault matrix, stdio: a reply under an id nobody asked with is not taken for the call's") {
-    run_fault({"stdio", "wrong_id", {may_or_may_not + "deadline: upstream faulty: tools/call: no reply within 6000 ms"}, in_doubt});
+    run_fault({"stdio",
+               "wrong_id",
+               {may_or_may_not + "deadline: upstream faulty: tools/call: no reply within 6000 ms"},
+               in_doubt});
 }
 
-TEST_CASE("fault matrix, stdio: an upstream that exits mid-call fails the call at once, and is started again by the next") {
-    run_fault({"stdio", "exit", {may_or_may_not + "no_reply: upstream faulty: the server exited with status 3 after the request was sent"},
-               {R"("disposition":"in_doubt")", "no_reply"}});
+TEST_CASE(
+    "fault matrix, stdio: an upstream that exits mid-call fails the call at once, and is started again by the next") {
+    run_fault(
+        {"stdio",
+         "exit",
+         {may_or_may_not + "no_reply: upstream faulty: the server exited with status 3 after the request was sent"},
+         {R"("disposition":"in_doubt")", "no_reply"}});
 }
 
 TEST_CASE("fault matrix, stdio: 20,000 notifications before a reply reach the caller, then the reply") {
@@ -303,38 +325,51 @@ TEST_CASE("fault matrix, stdio: 20,000 notifications before a reply reach the ca
 TEST_CASE("fault matrix, stdio: 100,000 lines on stderr cost airlock's log about a hundred lines, not one each") {
     auto bounded = [](std::string const& log) {
         std::size_t lines = 0;
-        for (auto at = log.find("upstream faulty stderr: "); at != std::string::npos; at = log.find("upstream faulty stderr: ", at + 1))
+        for (auto at = log.find("upstream faulty stderr: "); at != std::string::npos;
+             at = log.find("upstream faulty stderr: ", at + 1))
             ++lines;
         std::cout << "fault matrix: stdio stderr_flood: airlock logged " << lines << " of the 100000 stderr lines\n";
         CHECK(lines <= 300);  // 100 every 10 s, and the flood takes seconds
         CHECK(lines >= 100);
-        CHECK_THAT(log, Catch::Contains("upstream faulty: its stderr wrote more than 100 lines within 10 s; further lines are "
-                                        "counted, not logged"));
+        CHECK_THAT(
+            log, Catch::Contains("upstream faulty: its stderr wrote more than 100 lines within 10 s; further lines are "
+                                 "counted, not logged"));
         CHECK_THAT(log, Catch::Contains("lines of its stderr were not logged (at most 100 are, every 10 s)"));
     };
     run_fault({"stdio", "stderr_flood", {"worked"}, {}, bounded});
 }
 
 TEST_CASE("fault matrix, HTTP: a body that is not JSON fails the call at once as not JSON-RPC") {
-    run_fault({"http", "garbage", {"malformed: faulty: protocol: the response is not JSON-RPC: Parse error"}, malformed});
+    run_fault(
+        {"http", "garbage", {"malformed: faulty: protocol: the response is not JSON-RPC: Parse error"}, malformed});
 }
 
 TEST_CASE("fault matrix, HTTP: a body over 16 MiB fails the call at once, naming the limit") {
-    run_fault({"http", "oversized", {"malformed: faulty: protocol: the response from http://127.0.0.1:", "is larger than 16777216 bytes"},
+    run_fault({"http",
+               "oversized",
+               {"malformed: faulty: protocol: the response from http://127.0.0.1:", "is larger than 16777216 bytes"},
                malformed});
 }
 
 TEST_CASE("fault matrix, HTTP: an upstream that never answers a call fails it at its deadline, in doubt") {
-    run_fault({"http", "silence", {may_or_may_not + "deadline: tools/call got no response from http://127.0.0.1:", "within the deadline"},
+    run_fault({"http",
+               "silence",
+               {may_or_may_not + "deadline: tools/call got no response from http://127.0.0.1:", "within the deadline"},
                in_doubt});
 }
 
 TEST_CASE("fault matrix, HTTP: a reply under another id fails the call at once, naming both ids") {
-    run_fault({"http", "wrong_id", {R"(malformed: faulty: protocol: the response carries id 424242, not "airlock-)"}, malformed});
+    run_fault({"http",
+               "wrong_id",
+               {R"(malformed: faulty: protocol: the response carries id 424242, not "airlock-)"},
+               malformed});
 }
 
-TEST_CASE("fault matrix, HTTP: an upstream that exits mid-call fails the call at once, and is used again once it is back") {
-    run_fault({"http", "exit", {may_or_may_not + "no_reply: the connection to http://127.0.0.1:", "failed after the request was sent"},
+TEST_CASE(
+    "fault matrix, HTTP: an upstream that exits mid-call fails the call at once, and is used again once it is back") {
+    run_fault({"http",
+               "exit",
+               {may_or_may_not + "no_reply: the connection to http://127.0.0.1:", "failed after the request was sent"},
                {R"("disposition":"in_doubt")", "no_reply"}});
 }
 
@@ -343,26 +378,39 @@ TEST_CASE("fault matrix, HTTP: 20,000 notifications on an SSE reply reach the ca
 }
 
 TEST_CASE("fault matrix, HTTP: a 500 fails the call at once, in doubt, naming the status") {
-    run_fault({"http", "http500", {may_or_may_not + "http_status: HTTP 500 Internal Server Error from http://127.0.0.1:"}, in_doubt});
+    run_fault({"http",
+               "http500",
+               {may_or_may_not + "http_status: HTTP 500 Internal Server Error from http://127.0.0.1:"},
+               in_doubt});
 }
 
 TEST_CASE("fault matrix, HTTP: a connection reset mid-call fails the call at once, saying so") {
-    run_fault({"http", "reset", {may_or_may_not + "no_reply: the connection to http://127.0.0.1:", "Connection reset by peer"},
+    run_fault({"http",
+               "reset",
+               {may_or_may_not + "no_reply: the connection to http://127.0.0.1:", "Connection reset by peer"},
                {R"("disposition":"in_doubt")", "no_reply"}});
 }
 
 TEST_CASE("fault matrix, HTTP: an SSE reply dripped a byte at a time fails at the deadline, though bytes keep coming") {
-    run_fault({"http", "drip", {may_or_may_not + "deadline: tools/call got no response from http://127.0.0.1:", "within the deadline"},
+    run_fault({"http",
+               "drip",
+               {may_or_may_not + "deadline: tools/call got no response from http://127.0.0.1:", "within the deadline"},
                in_doubt});
 }
 
 TEST_CASE("fault matrix, HTTP: a reply of another Content-Type fails the call at once, naming it") {
-    run_fault({"http", "content_type",
-               {"malformed: faulty: protocol: the response to tools/call has Content-Type 'text/html', neither application/json "
+    run_fault({"http",
+               "content_type",
+               {"malformed: faulty: protocol: the response to tools/call has Content-Type 'text/html', neither "
+                "application/json "
                 "nor text/event-stream"},
                malformed});
 }
 
-TEST_CASE("fault matrix, HTTP: a redirect is not followed, so the address it names, outside egress, is never contacted") {
-    run_fault({"http", "redirect", {may_or_may_not + "http_status: HTTP 307 Temporary Redirect from http://127.0.0.1:"}, in_doubt});
+TEST_CASE(
+    "fault matrix, HTTP: a redirect is not followed, so the address it names, outside egress, is never contacted") {
+    run_fault({"http",
+               "redirect",
+               {may_or_may_not + "http_status: HTTP 307 Temporary Redirect from http://127.0.0.1:"},
+               in_doubt});
 }

@@ -44,11 +44,13 @@ TEST_CASE("past its budget a server's stderr is counted, not logged, and the cou
     CHECK(b.lines_with("stderr: line") == 3);
     CHECK(b.lines_with("stderr: line 2\n") == 1);
     // Said once, at the first line held back.
-    CHECK(b.lines_with("warning upstream noisy: its stderr wrote more than 3 lines within 10 s; further lines are counted, "
-                       "not logged") == 1);
+    CHECK(b.lines_with(
+              "warning upstream noisy: its stderr wrote more than 3 lines within 10 s; further lines are counted, "
+              "not logged") == 1);
     b.t += 10s;
     b.log.take("after the pause\n");
-    CHECK(b.lines_with("warning upstream noisy: 997 lines of its stderr were not logged (at most 3 are, every 10 s)") == 1);
+    CHECK(b.lines_with("warning upstream noisy: 997 lines of its stderr were not logged (at most 3 are, every 10 s)") ==
+          1);
     CHECK(b.lines_with("stderr: after the pause") == 1);
 }
 
