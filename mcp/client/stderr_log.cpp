@@ -44,6 +44,10 @@ void stderr_log::emit() {
         window_start_ = t;
         logged_in_window_ = 0;
     }
+    std::string line = lines_.line();
+    // The log hides whole secrets; a line cut at the cap may end in part of one.
+    if (lines_.truncated()) core::secrets::redact_cut(line);
+    if (lines_.truncated()) line += " [truncated]";
     if (logged_in_window_ == budget_) {
         // Said once per interval, at the first line held back, so that the log shows at once why
         // the server's lines stop.
@@ -51,20 +55,26 @@ void stderr_log::emit() {
             spdlog::warn(
                 "upstream {}: its stderr wrote more than {} lines within {}; further lines are counted, not logged",
                 upstream_, budget_, every(interval_));
+        // The last lines are kept: what a server writes just before it dies says why.
+        held_.push_back(std::move(line));
+        if (held_.size() > tail_lines) held_.pop_front();
         return;
     }
     ++logged_in_window_;
-    std::string line = lines_.line();
-    // The log hides whole secrets; a line cut at the cap may end in part of one.
-    if (lines_.truncated()) core::secrets::redact_cut(line);
+    write(line);
+}
+
+void stderr_log::write(std::string const& line) const {
     // A server's diagnostics are not errors by themselves (the spec says so): info level.
-    spdlog::info("upstream {} stderr: {}{}", upstream_, line, lines_.truncated() ? " [truncated]" : "");
+    spdlog::info("upstream {} stderr: {}", upstream_, line);
 }
 
 void stderr_log::tell_untold() {
     if (untold_ == 0) return;
-    spdlog::warn("upstream {}: {} lines of its stderr were not logged (at most {} are, every {})", upstream_, untold_,
-                 budget_, every(interval_));
+    spdlog::warn("upstream {}: {} lines of its stderr were not logged (at most {} are, every {}); the last {} follow",
+                 upstream_, untold_, budget_, every(interval_), held_.size());
+    for (auto const& line : held_) write(line);
+    held_.clear();
     untold_ = 0;
 }
 

@@ -2,13 +2,14 @@
 // What a stdio server writes on stderr, in airlock's log: line by line, each line cut at 16 KiB, and
 // at most `lines` lines every `interval`. A server may write without end, and one line per line
 // made airlock's log the flood: a server writing 100,000 lines for one call wrote 100,000 log records
-// (12 MB). Past the budget the lines are counted, and the count is told once the interval is over
-// and when the stream ends.
+// (12 MB). Past the budget the lines are counted, and the count is told, with the last 20 of them,
+// by the first line after the interval and when the stream ends.
 
 #include "mcp/protocol/capped_lines.hpp"
 
 #include <chrono>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,8 @@ public:
     using clock = std::chrono::steady_clock;
     static constexpr std::size_t default_lines = 100;
     static constexpr std::chrono::milliseconds default_interval{10'000};
+    // Of the lines held back, the last ones are logged with their count.
+    static constexpr std::size_t tail_lines = 20;
 
     explicit stderr_log(std::string upstream, std::size_t lines = default_lines,
                         std::chrono::milliseconds interval = default_interval,
@@ -32,6 +35,7 @@ public:
 
 private:
     void emit();
+    void write(std::string const& line) const;
     void tell_untold();
 
     std::string upstream_;
@@ -41,7 +45,8 @@ private:
     std::function<clock::time_point()> now_;
     clock::time_point window_start_{};
     std::size_t logged_in_window_ = 0;
-    std::size_t untold_ = 0;  // lines counted, not logged, since the last report
+    std::size_t untold_ = 0;        // lines counted, not logged, since the last report
+    std::deque<std::string> held_;  // the last tail_lines of them
     bool window_open_ = false;
 };
 

@@ -38,7 +38,7 @@ TEST_CASE("a server's stderr lines are logged one by one, at info, in the order 
           "info upstream noisy stderr: half a line\n");
 }
 
-TEST_CASE("past its budget a server's stderr is counted, not logged, and the count is told when the interval ends") {
+TEST_CASE("past its budget a server's stderr is counted, not logged, and told with its last lines after the interval") {
     budgeted b;
     for (int i = 0; i < 1000; ++i) b.log.take("line " + std::to_string(i) + "\n");
     CHECK(b.lines_with("stderr: line") == 3);
@@ -49,17 +49,23 @@ TEST_CASE("past its budget a server's stderr is counted, not logged, and the cou
               "not logged") == 1);
     b.t += 10s;
     b.log.take("after the pause\n");
-    CHECK(b.lines_with("warning upstream noisy: 997 lines of its stderr were not logged (at most 3 are, every 10 s)") ==
-          1);
-    CHECK(b.lines_with("stderr: after the pause") == 1);
+    CHECK(b.lines_with("warning upstream noisy: 997 lines of its stderr were not logged (at most 3 are, every 10 s); "
+                       "the last 20 follow") == 1);
+    // Lines 980 to 999, after the count and before the next line.
+    CHECK(b.lines_with("stderr: line") == 23);
+    CHECK(b.lines_with("stderr: line 979\n") == 0);
+    auto const text = b.captured.text();
+    CHECK(text.find("stderr: line 980\n") > text.find("997 lines"));
+    CHECK(text.find("stderr: line 999\n") < text.find("stderr: after the pause"));
 }
 
-TEST_CASE("what a server's stderr held back is told when the stream ends, with its last line unterminated") {
+TEST_CASE("what a server's stderr held back is told when the stream ends, its last words included") {
     budgeted b;
-    b.log.take("a\nb\nc\nd\ne\nno newline");
+    b.log.take("a\nb\nc\nd\ne\nError: the reason it died");
     b.log.finish();
-    CHECK(b.lines_with("stderr: ") == 3);
-    CHECK(b.lines_with("3 lines of its stderr were not logged") == 1);
+    CHECK(b.lines_with("3 lines of its stderr were not logged (at most 3 are, every 10 s); the last 3 follow") == 1);
+    CHECK(b.lines_with("stderr: ") == 6);
+    CHECK_THAT(b.captured.text(), Catch::EndsWith("info upstream noisy stderr: Error: the reason it died\n"));
 }
 
 TEST_CASE("a server's stderr line over 16 KiB is logged cut, saying so") {
