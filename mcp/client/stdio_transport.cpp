@@ -1,8 +1,8 @@
 #include "mcp/client/stdio_transport.hpp"
 
 #include "core/secrets.hpp"
+#include "mcp/client/stderr_log.hpp"
 #include "mcp/client/stdio_child.hpp"
-#include "mcp/protocol/capped_lines.hpp"
 #include "mcp/protocol/line_class.hpp"
 #include "mcp/protocol/line_framer.hpp"
 #include "mcp/protocol/log_throttle.hpp"
@@ -43,8 +43,6 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr std::size_t read_chunk_bytes = 64 * 1024;
-// stderr is for humans; a single log record beyond this is truncated rather than skipped.
-constexpr std::size_t stderr_line_cap = 16 * 1024;
 // After the child exits, what it wrote just before exiting may still be in the pipe: read on for
 // this long before closing stdout (a grandchild that escaped the process group could hold it open).
 constexpr milliseconds drain_after_exit{200};
@@ -314,22 +312,13 @@ struct stdio_transport::state : std::enable_shared_from_this<state> {
 
     asio::awaitable<void> read_stderr(keep_alive, std::shared_ptr<stdio_child> c) {
         std::string buf(read_chunk_bytes, '\0');
-        capped_lines lines(stderr_line_cap);
-        auto emit = [&] {
-            std::string line = lines.line();
-            // The log hides whole secrets; a line cut at the cap may end in part of one.
-            if (lines.truncated()) core::secrets::redact_cut(line);
-            // A server's diagnostics are not errors by themselves (the spec says so): info level.
-            spdlog::info("upstream {} stderr: {}{}", name(), line, lines.truncated() ? " [truncated]" : "");
-        };
+        stderr_log log(name());
         for (;;) {
             auto [ec, n] = co_await c->err.async_read_some(asio::buffer(buf), as_tuple(use_awaitable));
-            std::string_view data(buf.data(), n);
-            while (!data.empty())
-                if (lines.take(data)) emit();
+            log.take(std::string_view(buf.data(), n));
             if (ec) break;
         }
-        if (lines.finish() && !abandoned) emit();
+        if (!abandoned) log.finish();
     }
 
     void handle_line(std::shared_ptr<stdio_child> const& c, std::string_view line) {
