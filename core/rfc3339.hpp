@@ -8,8 +8,10 @@
 
 namespace airlock::core {
 
-// "2026-11-30T10:59:50Z"
-std::string rfc3339(std::chrono::system_clock::time_point t);
+// "2026-11-30T10:59:50Z". Takes whole seconds: a parsed time may lie beyond the years a nanosecond
+// system_clock::time_point holds (1677-2262), and converting it there would overflow.
+std::string rfc3339(std::chrono::sys_seconds t);
+std::string rfc3339(std::chrono::system_clock::time_point t);  // its floor to the second
 
 // An RFC 3339 date-time, YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM), as the instant it names; nullopt
 // for anything else, trailing bytes included. A fraction is dropped (the floor).

@@ -405,7 +405,7 @@ void session_runs::start_upkeep(std::chrono::milliseconds every) {
         for (;;) {
             timer->expires_after(every);
             // close_all cancels it: stopping does not wait for the next tick.
-            auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
+            [[maybe_unused]] auto [ec] = co_await timer->async_wait(asio::as_tuple(asio::use_awaitable));
             auto self = weak.lock();
             if (!self) co_return;
             {
