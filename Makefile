@@ -6,13 +6,14 @@ RUN_ARGS ?= serve --config examples/airlock.yaml --hints
 FUZZ_SECONDS ?= 60
 FUZZ_DIR ?= build-fuzz
 
-.PHONY: run test test-asan test-tsan bench canon-check crash-test build package deps configure clean fuzz
+.PHONY: run test test-asan test-asan-unit test-tsan bench canon-check crash-test build package deps configure clean fuzz
 
 run: build
 	./$(BUILD_DIR)/service/airlock $(RUN_ARGS)
 
 test: build
 	cd $(BUILD_DIR) && ctest $(CTEST_FLAGS)
+	@$(MAKE) --no-print-directory test-asan-unit
 
 # Benchmarks print figures; they never pass or fail.
 bench: build
@@ -38,14 +39,23 @@ canon-check: configure
 # each in its own build directory; a report fails the test whose process made it. The
 # suppressions in tests/sanitizers/ are for third-party reports only, each with its reason.
 SAN_DIR := $(CURDIR)/tests/sanitizers
-test-asan: deps
-	ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=0" \
+ASAN_ENV := ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=0" \
 	LSAN_OPTIONS="suppressions=$(SAN_DIR)/lsan.supp:print_suppressions=0" \
-	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$(SAN_DIR)/ubsan.supp" \
-		$(MAKE) test BUILD_DIR=build-asan CMAKE_FLAGS="-DAIRLOCK_SANITIZE=address,undefined"
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$(SAN_DIR)/ubsan.supp"
+ASAN_FLAGS := -DAIRLOCK_SANITIZE=address,undefined
+test-asan: deps
+	@$(MAKE) --no-print-directory build BUILD_DIR=build-asan CMAKE_FLAGS="$(ASAN_FLAGS)"
+	cd build-asan && $(ASAN_ENV) ctest $(CTEST_FLAGS)
 test-tsan: deps
-	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(SAN_DIR)/tsan.supp" \
-		$(MAKE) test BUILD_DIR=build-tsan CMAKE_FLAGS="-DAIRLOCK_SANITIZE=thread"
+	@$(MAKE) --no-print-directory build BUILD_DIR=build-tsan CMAKE_FLAGS="-DAIRLOCK_SANITIZE=thread"
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(SAN_DIR)/tsan.supp" \
+		ctest $(CTEST_FLAGS)
+# The unit tests of core/, mcp/ and store/ under ASan + UBSan, in build-asan: part of make test
+# (they need no airlock binary, so only their own libraries are built sanitized).
+test-asan-unit: deps
+	@test -f build-asan/build.ninja || cmake -S . -B build-asan -G Ninja $(ASAN_FLAGS)
+	cmake --build build-asan --target core_tests mcp_tests store_tests
+	cd build-asan && $(ASAN_ENV) ctest $(CTEST_FLAGS) -R '^(core|mcp|store)_tests: '
 
 # airlock's durability promises under kill -9 (tests/crash/crash_rounds.cpp): CRASH_ROUNDS rounds of
 # mixed load, each killed at a moment drawn from a seed it prints, restarted and checked; then a

@@ -78,8 +78,11 @@ struct typed_op final : result_op<T> {
         auto ex = work.get_executor();
         auto h = std::move(handler);
         auto r = std::move(this->outcome);
-        work.reset();
         boost::asio::post(ex, [h = std::move(h), r = std::move(r)]() mutable { std::move(h)(std::move(r)); });
+        // Only after post has returned: post signals the io_context's threads after it has queued
+        // the handler, and a one-shot io_context (the CLI's, a test's) whose last work ran meanwhile
+        // would be destroyed under it. Held until here, the guard keeps it running (ThreadSanitizer).
+        work.reset();
     }
 };
 

@@ -56,3 +56,22 @@ TEST_CASE("a template keeps its text") {
     REQUIRE(t);
     CHECK(t->text() == "file:///{name}");
 }
+
+// Templates come from upstreams and URIs from clients. A backtracking regex took exponential time on
+// adjacent expressions (found by the uri_template fuzz target) and recursed once per character of a
+// long URI, so either could hang or overflow the stack of a gateway thread.
+TEST_CASE("a template of many adjacent expressions and a long URI are matched in one pass") {
+    std::string tmpl = "x://";
+    for (int i = 0; i < 40; ++i) tmpl += "{.a}{;b}{/c}";
+    tmpl += "!";
+    std::string const uri = "x://" + std::string(2000, 'a') + "/b/c/" + std::string(2000, 'd');
+    CHECK_FALSE(matches(tmpl, uri));  // every split of the run is a way to fail
+    CHECK(matches(tmpl, uri + "!"));
+}
+
+TEST_CASE("a URI of a million characters is matched without recursion") {
+    std::string const uri = "file:///" + std::string(1'000'000, 'a');
+    CHECK(matches("file:///{+path}", uri));
+    CHECK(matches("file:///{name}", uri));
+    CHECK_FALSE(matches("file:///{name}", uri + "/"));
+}
