@@ -533,10 +533,12 @@ std::vector<phase> drive(std::string const& target, std::string const& server_na
 // One durable journal commit: sequential single-record appends to a fresh LMDB journal; each one
 // completes only after its fsync. Latencies are added to `lat`.
 commit_sample measure_commit(fs::path const& dir, int commits) {
+    // Declared first, so destroyed last: the journal's writer thread may still be posting its last
+    // completion to it when run() has seen the result (ThreadSanitizer).
+    asio::io_context ioc;
     auto opened = store::lmdb_store::open({dir, std::size_t{64} << 20, store::durability::durable});
     if (!opened) throw std::runtime_error("cannot open a journal in " + dir.string() + ": " + opened.error().message);
     auto& journal = *opened;
-    asio::io_context ioc;
     auto task = [&]() -> asio::awaitable<commit_sample> {
         boost::json::object admit;
         admit["agent"] = {{"name", "bench"}, {"version", "1"}, {"digest", std::string(64, '0')}};
