@@ -55,7 +55,7 @@ test-tsan: deps
 test-asan-unit: deps
 	@test -f build-asan/build.ninja || cmake -S . -B build-asan -G Ninja $(ASAN_FLAGS)
 	cmake --build build-asan --target core_tests mcp_tests store_tests
-	cd build-asan && $(ASAN_ENV) ctest $(CTEST_FLAGS) -R '^(core|mcp|store)_tests: '
+	cd build-asan && $(ASAN_ENV) ctest $(CTEST_FLAGS) -R '^(core|mcp|store)_tests:'
 
 # airlock's durability promises under kill -9 (tests/crash/crash_rounds.cpp): CRASH_ROUNDS rounds of
 # mixed load, each killed at a moment drawn from a seed it prints, restarted and checked; then a
