@@ -1,5 +1,7 @@
 #include "core/journal_rules.hpp"
 
+#include "core/canonical_json.hpp"
+
 #include <algorithm>
 #include <set>
 
@@ -36,8 +38,11 @@ std::string run_owner_of(boost::json::object const& admitted_body) {
 }
 
 result<void> check_run_id(std::string_view run_id) {
-    if (run_id.empty() || run_id.size() > max_run_id_bytes || run_id.find('\0') != std::string_view::npos)
-        return make_error("invalid_run_id", "run id must be 1 to 128 bytes without NUL");
+    // UTF-8 because a record's hash covers its run id as a JSON string (canonical JSON is I-JSON):
+    // an id that is not UTF-8 could never be chained, so it is refused here, by its name.
+    if (run_id.empty() || run_id.size() > max_run_id_bytes || run_id.find('\0') != std::string_view::npos ||
+        !is_valid_utf8(run_id))
+        return make_error("invalid_run_id", "run id must be 1 to 128 bytes of UTF-8 without NUL");
     return {};
 }
 

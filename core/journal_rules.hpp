@@ -13,7 +13,7 @@
 
 namespace airlock::core {
 
-// Run ids are 1 to 128 bytes without NUL: the LMDB store keys records by run id, a NUL and the seq,
+// Run ids are 1 to 128 bytes of UTF-8 without NUL: the LMDB store keys records by run id, a NUL and the seq,
 // and every store refuses the same ids so a run that works in tests works on disk.
 inline constexpr std::size_t max_run_id_bytes = 128;
 result<void> check_run_id(std::string_view run_id);

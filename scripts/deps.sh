@@ -11,6 +11,7 @@ debian_packages=(
   libssl-dev liblmdb-dev lmdb-utils catch2 libyaml-cpp-dev libspdlog-dev libjemalloc-dev
   nginx-light prometheus ccache curl
   clang-14 libfuzzer-14-dev
+  postgresql-15 libpq-dev
 )
 # The machine image may ship its own Node.js; Debian's is only brought in when there is no npm at all.
 command -v npm >/dev/null 2>&1 || debian_packages+=(nodejs npm)

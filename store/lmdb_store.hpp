@@ -5,6 +5,7 @@
 
 #include "core/journal.hpp"
 #include "core/pins.hpp"
+#include "store/durability.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -14,13 +15,6 @@
 #include <optional>
 
 namespace airlock::store {
-
-enum class durability {
-    durable,  // every append is fsynced (data, then meta page) before it completes
-    fast,     // MDB_NOSYNC: appends complete once in the OS page cache, synced every sync_interval.
-              // A process crash loses nothing; a kernel crash or power loss loses at most the
-              // appends of the last sync_interval.
-};
 
 struct lmdb_options {
     std::filesystem::path directory;                // created if missing

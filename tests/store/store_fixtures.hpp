@@ -5,6 +5,8 @@
 #include "core/journal.hpp"
 #include "store/lmdb_store.hpp"
 #include "store/memory_store.hpp"
+#include "store/postgres_store.hpp"
+#include "tests/support/postgres_server.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/run_awaitable.hpp"  // run_awaitable: one awaitable, run to completion
 
@@ -42,7 +44,21 @@ struct lmdb_fixture {
     }
 };
 
-#define AIRLOCK_JOURNAL_STORE_FIXTURES memory_fixture, lmdb_fixture
+// A real PostgreSQL journal in a fresh database of the test process's one server (initdb'd and
+// started at first use, stopped at exit). ctest runs every case on it as one entry (one server
+// start), "store_tests: the journal store battery and the PostgreSQL store's own cases".
+struct postgres_fixture {
+    std::unique_ptr<core::journal_store> store;
+    postgres_fixture() {
+        store::postgres_options o;
+        o.conninfo = postgres_server::shared().create_database();
+        auto opened = store::postgres_store::open(std::move(o));
+        if (!opened) throw std::runtime_error(opened.error().message);
+        store = std::move(*opened);
+    }
+};
+
+#define AIRLOCK_JOURNAL_STORE_FIXTURES memory_fixture, lmdb_fixture, postgres_fixture
 
 // Runs every awaitable at once on one io_context served by `threads` threads, the way the service
 // runs many sessions, and returns when all have finished. The first exception is rethrown here.

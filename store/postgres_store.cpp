@@ -1,0 +1,473 @@
+#include "store/postgres_store.hpp"
+
+#include "core/journal_rules.hpp"
+#include "core/secrets.hpp"
+#include "store/pg_connection.hpp"
+#include "store/pg_journal.hpp"
+#include "store/pg_schema.hpp"
+#include "store/queued_op.hpp"
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace airlock::store {
+
+namespace asio = boost::asio;
+using core::make_error;
+using core::result;
+
+namespace {
+
+using op = detail::basic_queued_op<pg::connection&>;
+
+// Threads, not libpq's non-blocking API on the io_context: every statement of an append depends on
+// the one before (the run's head, then its effects, then the rows), so a connection does one thing
+// at a time either way, and a blocking call on a thread of its own is the plainest code that never
+// holds up an io thread. The pool is small and fixed (one writer, `readers` readers), so the
+// database sees a bounded number of connections per replica.
+
+// One connection that replaces itself when lost: reconnects are tried at most every `backoff`,
+// which doubles while they fail; operations that come meanwhile fail at once, naming why.
+class link {
+public:
+    link(pg::connect_options o, postgres_options const& p, std::atomic<std::uint64_t>& reconnects)
+        : options_(std::move(o)), min_(p.reconnect_min), max_(p.reconnect_max), backoff_(p.reconnect_min),
+          reconnects_(reconnects) {}
+
+    result<void> connect_now() {
+        auto c = pg::connection::open(options_);
+        if (!c) return c.error();
+        conn_ = std::move(*c);
+        return {};
+    }
+
+    result<pg::connection*> get() {
+        if (conn_ && conn_->healthy()) return conn_.get();
+        auto now = std::chrono::steady_clock::now();
+        if (now < retry_at_)
+            return make_error("io_error", last_error_ + " (next reconnect in " +
+                                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                 retry_at_ - now).count()) + " ms)");
+        conn_.reset();
+        auto c = pg::connection::open(options_);
+        if (!c) {
+            last_error_ = c.error().message;
+            retry_at_ = now + backoff_;
+            backoff_ = std::min(backoff_ * 2, max_);
+            return c.error();
+        }
+        conn_ = std::move(*c);
+        backoff_ = min_;
+        reconnects_.fetch_add(1, std::memory_order_relaxed);
+        return conn_.get();
+    }
+
+    pg::connection* current() noexcept { return conn_.get(); }
+
+private:
+    pg::connect_options options_;
+    std::chrono::milliseconds min_, max_, backoff_;
+    std::chrono::steady_clock::time_point retry_at_{};
+    std::string last_error_;
+    std::unique_ptr<pg::connection> conn_;
+    std::atomic<std::uint64_t>& reconnects_;
+};
+
+pg::connect_options connect_options_of(postgres_options const& o) {
+    return {o.conninfo, o.statement_timeout, o.connect_timeout, o.mode == durability::durable};
+}
+
+}  // namespace
+
+struct postgres_store::impl {
+    postgres_options options;
+    std::atomic<std::uint64_t> batches{0}, operations{0}, reconnects{0};
+    link writer_link;
+    std::vector<std::unique_ptr<link>> reader_links;
+
+    std::mutex mutex;
+    std::condition_variable write_wake, read_wake;
+    std::deque<std::unique_ptr<op>> writes;  // guarded by mutex
+    std::deque<std::unique_ptr<op>> reads;   // guarded by mutex
+    std::size_t urgent = 0;                  // writes queued that are not deferred
+    bool stopping = false;
+    std::thread writer;
+    std::vector<std::thread> readers;
+
+    mutable std::mutex fault_mutex;
+    std::optional<core::error> fault;
+
+    explicit impl(postgres_options o)
+        : options(std::move(o)), writer_link(connect_options_of(options), options, reconnects) {
+        options.readers = std::max<std::size_t>(options.readers, 1);
+        options.max_batch = std::max<std::size_t>(options.max_batch, 1);
+        for (std::size_t i = 0; i < options.readers; ++i)
+            reader_links.push_back(std::make_unique<link>(connect_options_of(options), options, reconnects));
+    }
+
+    void start() {
+        writer = std::thread([this] { write_loop(); });
+        for (std::size_t i = 0; i < reader_links.size(); ++i) readers.emplace_back([this, i] { read_loop(i); });
+    }
+
+    void stop() {
+        {
+            std::lock_guard lock(mutex);
+            if (stopping) return;
+            stopping = true;
+        }
+        write_wake.notify_all();
+        read_wake.notify_all();
+        if (writer.joinable()) writer.join();
+        for (auto& t : readers)
+            if (t.joinable()) t.join();
+    }
+
+    void note_fault(std::optional<core::error> e) {
+        std::lock_guard lock(fault_mutex);
+        fault = std::move(e);
+    }
+
+    void enqueue(std::unique_ptr<op> o, bool is_write) {
+        {
+            std::unique_lock lock(mutex);
+            if (!stopping) {
+                if (!is_write) {
+                    reads.push_back(std::move(o));
+                    lock.unlock();
+                    read_wake.notify_one();
+                    return;
+                }
+                if (!o->deferred) ++urgent;
+                writes.push_back(std::move(o));
+                lock.unlock();
+                write_wake.notify_one();
+                return;
+            }
+        }
+        o->fail(make_error(core::errc::closed, "the journal is closed"));
+        o->complete();
+    }
+
+    // The writer waits for an op that must be durable now, or for the first deferred one's deadline,
+    // then takes everything queued (up to max_batch), in order, into one transaction.
+    bool take_batch(std::vector<std::unique_ptr<op>>& batch) {
+        std::unique_lock lock(mutex);
+        for (;;) {
+            if (writes.empty()) {
+                if (stopping) return false;
+                write_wake.wait(lock);
+                continue;
+            }
+            if (urgent > 0 || stopping) break;
+            auto due = writes.front()->due;
+            if (std::chrono::steady_clock::now() >= due) break;
+            write_wake.wait_until(lock, due);
+        }
+        while (!writes.empty() && batch.size() < options.max_batch) {
+            if (!writes.front()->deferred) --urgent;
+            batch.push_back(std::move(writes.front()));
+            writes.pop_front();
+        }
+        return true;
+    }
+
+    void write_loop() {
+        for (;;) {
+            std::vector<std::unique_ptr<op>> batch;
+            if (!take_batch(batch)) return;
+            auto started = std::chrono::steady_clock::now();
+            commit(batch);
+            if (options.on_commit) {
+                try {
+                    options.on_commit(batch.size(), std::chrono::steady_clock::now() - started);
+                } catch (...) {
+                    // Metrics only: a failing observer must not leave the ops waiting.
+                }
+            }
+            for (auto& o : batch) o->complete();
+        }
+    }
+
+    void fail_all(std::vector<std::unique_ptr<op>>& batch, core::error const& e) {
+        for (auto& o : batch) o->fail(e);
+    }
+
+    // BEGIN, on a connection that answers: an idle connection whose server restarted meanwhile
+    // looks healthy until its first statement fails, and nothing has been sent for the batch then,
+    // so it is replaced once and BEGIN sent again.
+    result<pg::connection*> begin() {
+        for (int attempt = 0;; ++attempt) {
+            auto conn = writer_link.get();
+            if (!conn) return conn.error();
+            auto begun = (*conn)->script("BEGIN");
+            if (begun) return conn;
+            if (attempt > 0 || (*conn)->healthy()) return begun.error();
+        }
+    }
+
+    void commit(std::vector<std::unique_ptr<op>>& batch) {
+        auto conn = begin();
+        if (!conn) {
+            note_fault(conn.error());
+            return fail_all(batch, conn.error());
+        }
+        batches.fetch_add(1, std::memory_order_relaxed);
+        operations.fetch_add(batch.size(), std::memory_order_relaxed);
+        auto committed = commit_flat(**conn, batch);
+        if (!committed) {
+            if (auto begun = (*conn)->script("BEGIN"); !begun) {
+                fail_all(batch, begun.error());
+                committed = false;
+            } else {
+                committed = commit_nested(**conn, batch);
+            }
+        }
+        // A lost connection sets the fault, a commit clears it (an op's own refusal, a duplicate
+        // effect, is no fault of the journal's); a failed COMMIT has set it in finish().
+        if (!(*conn)->healthy()) note_fault(make_error("io_error", "the journal database is unreachable: the connection was lost"));
+        else if (*committed) note_fault(std::nullopt);
+    }
+
+    // nullopt (everything undone) when an op's statement failed and aborted the transaction: the
+    // batch is then run again an op per savepoint. Otherwise whether the database answered.
+    // In a transaction begun by the caller, as commit_nested.
+    std::optional<bool> commit_flat(pg::connection& c, std::vector<std::unique_ptr<op>>& batch) {
+        for (auto& o : batch) {
+            if (o->run(c) || !c.in_failed_transaction()) continue;
+            (void)c.script("ROLLBACK");
+            return std::nullopt;
+        }
+        return finish(c, batch);
+    }
+
+    bool commit_nested(pg::connection& c, std::vector<std::unique_ptr<op>>& batch) {
+        for (auto& o : batch) {
+            if (auto sp = c.script("SAVEPOINT op"); !sp) {
+                o->fail(sp.error());
+                continue;
+            }
+            // One more try after a conflict with another writer (a run admitted, a pin first seen,
+            // by another replica at the same moment): the second reads what the first wrote.
+            for (int attempt = 0; attempt < 2; ++attempt) {
+                if (o->run(c) || !c.in_failed_transaction()) break;
+                bool retry = pg::is_retryable(c.sqlstate());
+                (void)c.script("ROLLBACK TO SAVEPOINT op");
+                if (!retry) break;
+            }
+            (void)c.script("RELEASE SAVEPOINT op");
+        }
+        return finish(c, batch);
+    }
+
+    bool finish(pg::connection& c, std::vector<std::unique_ptr<op>>& batch) {
+        if (auto done = c.script("COMMIT"); !done) {
+            // A connection lost during COMMIT leaves the outcome unknown: the caller is told it
+            // failed; the records may stand, and the next append chains from whatever the database holds.
+            auto e = done.error();
+            if (!c.healthy()) e.message += " (while committing: whether the batch was written is unknown)";
+            fail_all(batch, e);
+            note_fault(e);
+            return false;
+        }
+        return true;
+    }
+
+    void read_loop(std::size_t i) {
+        for (;;) {
+            std::unique_ptr<op> job;
+            {
+                std::unique_lock lock(mutex);
+                read_wake.wait(lock, [&] { return stopping || !reads.empty(); });
+                if (reads.empty()) return;
+                job = std::move(reads.front());
+                reads.pop_front();
+            }
+            // A read is run again on a new connection when the one it had turned out to be dead
+            // (an idle connection to a server that restarted): reads change nothing.
+            for (int attempt = 0; attempt < 2; ++attempt) {
+                auto conn = reader_links[i]->get();
+                if (!conn) {
+                    job->fail(conn.error());
+                    break;
+                }
+                if (job->run(**conn) || (*conn)->healthy()) break;
+            }
+            job->complete();
+        }
+    }
+
+    template <class T>
+    asio::awaitable<result<T>> submit(std::function<result<T>(pg::connection&)> fn, bool is_write, bool deferred = false) {
+        auto initiation = [this, is_write, deferred](auto handler, std::function<result<T>(pg::connection&)> f) {
+            using handler_type = std::decay_t<decltype(handler)>;
+            auto o = std::make_unique<detail::basic_posted_op<T, handler_type, pg::connection&>>(std::move(f),
+                                                                                                 std::move(handler));
+            o->deferred = deferred;
+            if (deferred) o->due = std::chrono::steady_clock::now() + options.defer_limit;
+            enqueue(std::move(o), is_write);
+        };
+        co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(result<T>)>(
+            initiation, asio::use_awaitable, std::move(fn));
+    }
+};
+
+result<std::unique_ptr<postgres_store>> postgres_store::open(postgres_options options) {
+    if (options.conninfo.empty()) return make_error("invalid_field", "journal.postgres.url: a connection URL is needed");
+    auto p = std::make_unique<impl>(std::move(options));
+    if (auto ok = p->writer_link.connect_now(); !ok) return ok.error();
+    if (auto ok = pg::check_schema(*p->writer_link.current(), p->options.create_if_empty); !ok) return ok.error();
+    for (auto& r : p->reader_links)
+        if (auto ok = r->connect_now(); !ok) return ok.error();
+    p->start();
+    return std::unique_ptr<postgres_store>(new postgres_store(std::move(p)));
+}
+
+postgres_store::postgres_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+postgres_store::~postgres_store() { close(); }
+
+void postgres_store::close() { impl_->stop(); }
+
+bool postgres_store::is_open() const noexcept {
+    std::lock_guard lock(impl_->mutex);
+    return !impl_->stopping;
+}
+
+std::optional<core::error> postgres_store::write_fault() const {
+    std::lock_guard lock(impl_->fault_mutex);
+    return impl_->fault;
+}
+
+postgres_store::stats postgres_store::writer_stats() const {
+    return {impl_->batches.load(), impl_->operations.load(), impl_->reconnects.load()};
+}
+
+namespace {
+
+// Secrets are hidden on the caller's thread, before a byte is hashed, as in every store.
+void redact_secrets(std::vector<core::new_record>& records) {
+    for (auto& r : records) core::secrets::redact(r.body);
+}
+
+}  // namespace
+
+asio::awaitable<result<std::vector<core::record>>> postgres_store::async_append(std::string run_id,
+                                                                                std::vector<core::new_record> records) {
+    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    redact_secrets(records);
+    std::function<result<std::vector<core::record>>(pg::connection&)> fn =
+        [run_id = std::move(run_id), records = std::move(records)](pg::connection& c) {
+            return pg::append(c, run_id, records);
+        };
+    co_return co_await impl_->submit<std::vector<core::record>>(std::move(fn), true);
+}
+
+asio::awaitable<result<std::vector<core::record>>> postgres_store::async_append_deferred(
+    std::string run_id, std::vector<core::new_record> records) {
+    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    redact_secrets(records);
+    std::function<result<std::vector<core::record>>(pg::connection&)> fn =
+        [run_id = std::move(run_id), records = std::move(records)](pg::connection& c) {
+            return pg::append(c, run_id, records);
+        };
+    co_return co_await impl_->submit<std::vector<core::record>>(std::move(fn), true, true);
+}
+
+asio::awaitable<result<core::record>> postgres_store::async_seal(std::string run_id, std::string status,
+                                                                 std::string reason) {
+    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    core::secrets::redact(reason);
+    std::function<result<core::record>(pg::connection&)> fn =
+        [run_id = std::move(run_id), status = std::move(status), reason = std::move(reason)](pg::connection& c) {
+            return pg::seal(c, run_id, status, reason);
+        };
+    co_return co_await impl_->submit<core::record>(std::move(fn), true);
+}
+
+asio::awaitable<result<core::admission>> postgres_store::async_claim_admission(std::string idempotency_key,
+                                                                               std::string proposed_run_id) {
+    if (idempotency_key.empty()) co_return make_error("invalid_key", "idempotency key is empty");
+    std::function<result<core::admission>(pg::connection&)> fn =
+        [key = std::move(idempotency_key), proposed = std::move(proposed_run_id)](pg::connection& c) {
+            return pg::claim_admission(c, key, proposed);
+        };
+    co_return co_await impl_->submit<core::admission>(std::move(fn), true);
+}
+
+asio::awaitable<result<std::vector<core::record>>> postgres_store::async_read(std::string run_id, std::uint64_t from_seq) {
+    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    std::function<result<std::vector<core::record>>(pg::connection&)> fn =
+        [run_id = std::move(run_id), from_seq](pg::connection& c) { return pg::read(c, run_id, from_seq); };
+    co_return co_await impl_->submit<std::vector<core::record>>(std::move(fn), false);
+}
+
+asio::awaitable<result<std::optional<core::run_summary>>> postgres_store::async_head(std::string run_id) {
+    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    std::function<result<std::optional<core::run_summary>>(pg::connection&)> fn =
+        [run_id = std::move(run_id)](pg::connection& c) { return pg::head(c, run_id); };
+    co_return co_await impl_->submit<std::optional<core::run_summary>>(std::move(fn), false);
+}
+
+asio::awaitable<result<core::run_page>> postgres_store::async_runs(core::run_filter filter) {
+    std::function<result<core::run_page>(pg::connection&)> fn = [filter = std::move(filter)](pg::connection& c) {
+        return pg::runs(c, filter);
+    };
+    co_return co_await impl_->submit<core::run_page>(std::move(fn), false);
+}
+
+asio::awaitable<result<std::optional<core::chain_fault>>> postgres_store::async_verify(std::string run_id) {
+    std::function<result<std::optional<core::chain_fault>>(pg::connection&)> fn =
+        [run_id = std::move(run_id)](pg::connection& c) -> result<std::optional<core::chain_fault>> {
+        auto h = pg::head(c, run_id);
+        if (!h) return h.error();
+        if (!*h) return make_error(core::errc::unknown_run, "run '" + run_id + "' is not in the journal");
+        auto records = pg::read(c, run_id, 1);
+        if (!records) return records.error();
+        return core::verify_chain(*records);
+    };
+    co_return co_await impl_->submit<std::optional<core::chain_fault>>(std::move(fn), false);
+}
+
+asio::awaitable<result<core::pin_verdict>> postgres_store::async_check_pin(std::string key, std::string digest,
+                                                                         std::string definition) {
+    if (key.empty() || key.size() > 400) co_return make_error("invalid_key", "pin key must be 1 to 400 bytes");
+    // A definition is upstream text: it may echo a configured secret, which is written nowhere.
+    core::secrets::redact(definition);
+    std::function<result<core::pin_verdict>(pg::connection&)> fn =
+        [key = std::move(key), digest = std::move(digest), definition = std::move(definition)](pg::connection& c) {
+            return pg::check_pin(c, key, digest, definition);
+        };
+    co_return co_await impl_->submit<core::pin_verdict>(std::move(fn), true);
+}
+
+asio::awaitable<result<core::pin>> postgres_store::async_accept_pin(std::string key, std::optional<std::string> expected) {
+    if (key.empty() || key.size() > 400) co_return make_error("invalid_key", "pin key must be 1 to 400 bytes");
+    std::function<result<core::pin>(pg::connection&)> fn = [key = std::move(key),
+                                                             expected = std::move(expected)](pg::connection& c) {
+        return pg::accept_pin(c, key, expected);
+    };
+    co_return co_await impl_->submit<core::pin>(std::move(fn), true);
+}
+
+asio::awaitable<result<std::vector<core::pin>>> postgres_store::async_pins() {
+    std::function<result<std::vector<core::pin>>(pg::connection&)> fn = [](pg::connection& c) { return pg::pins(c); };
+    co_return co_await impl_->submit<std::vector<core::pin>>(std::move(fn), false);
+}
+
+result<int> migrate_postgres_schema(std::string const& conninfo) {
+    postgres_options o;
+    o.conninfo = conninfo;
+    auto conn = pg::connection::open(connect_options_of(o));
+    if (!conn) return conn.error();
+    return pg::migrate_schema(**conn);
+}
+
+}  // namespace airlock::store
