@@ -6,6 +6,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace airlock::store::pg {
@@ -24,34 +25,39 @@ result<core::run_summary> summary_from(std::string_view bytes, std::string const
     return s;
 }
 
-// One INSERT for every record of the append: a round trip per statement is what an append costs.
+// One INSERT for the records of an append, or one per thousand records: a round trip per
+// statement is what an append costs, and a statement takes at most 65,535 parameters (a copied run
+// may hold tens of thousands of records).
+constexpr std::size_t rows_per_insert = 1000;
+
 result<void> insert_records(connection& conn, std::string const& run_id, std::vector<core::record> const& records) {
-    std::string sql = "INSERT INTO airlock.records (run_id, seq, kind, bytes) VALUES ";
-    std::vector<param> params{param::of(run_id)};
-    for (std::size_t i = 0; i < records.size(); ++i) {
-        auto n = std::to_string(params.size() + 1);
-        auto k = std::to_string(params.size() + 2);
-        auto b = std::to_string(params.size() + 3);
-        sql += (i ? ", ($1, $" : "($1, $") + n + ", convert_from($" + k + ", 'UTF8'), $" + b + ")";
-        params.push_back(param::of(static_cast<std::int64_t>(records[i].seq)));
-        params.push_back(param::of(core::to_string(records[i].kind)));
-        params.push_back(param::of(core::serialize_record(records[i])));
+    for (std::size_t from = 0; from < records.size(); from += rows_per_insert) {
+        std::string sql = "INSERT INTO airlock.records (run_id, seq, kind, bytes) VALUES ";
+        std::vector<param> params{param::of(run_id)};
+        for (std::size_t i = from; i < std::min(records.size(), from + rows_per_insert); ++i) {
+            auto n = std::to_string(params.size() + 1);
+            auto k = std::to_string(params.size() + 2);
+            auto b = std::to_string(params.size() + 3);
+            sql += (i > from ? ", ($1, $" : "($1, $") + n + ", convert_from($" + k + ", 'UTF8'), $" + b + ")";
+            params.push_back(param::of(static_cast<std::int64_t>(records[i].seq)));
+            params.push_back(param::of(core::to_string(records[i].kind)));
+            params.push_back(param::of(core::serialize_record(records[i])));
+        }
+        if (auto done = conn.exec(sql, params); !done) return done.error();
     }
-    auto done = conn.exec(sql, params);
-    if (!done) return done.error();
     return {};
 }
 
 result<void> insert_effects(connection& conn, std::string const& run_id, std::vector<std::string> const& keys) {
-    if (keys.empty()) return {};
-    std::string sql = "INSERT INTO airlock.effects (run_id, effect_key) VALUES ";
-    std::vector<param> params{param::of(run_id)};
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-        sql += (i ? ", ($1, $" : "($1, $") + std::to_string(params.size() + 1) + ")";
-        params.push_back(param::of(keys[i]));
+    for (std::size_t from = 0; from < keys.size(); from += rows_per_insert) {
+        std::string sql = "INSERT INTO airlock.effects (run_id, effect_key) VALUES ";
+        std::vector<param> params{param::of(run_id)};
+        for (std::size_t i = from; i < std::min(keys.size(), from + rows_per_insert); ++i) {
+            sql += (i > from ? ", ($1, $" : "($1, $") + std::to_string(params.size() + 1) + ")";
+            params.push_back(param::of(keys[i]));
+        }
+        if (auto done = conn.exec(sql, params); !done) return done.error();
     }
-    auto done = conn.exec(sql, params);
-    if (!done) return done.error();
     return {};
 }
 

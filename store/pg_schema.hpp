@@ -5,11 +5,12 @@
 
 #include "core/error.hpp"
 #include "store/pg_connection.hpp"
+#include "store/postgres_store.hpp"
 
 namespace airlock::store::pg {
 
 // The schema this binary reads and writes.
-inline constexpr int schema_version = 1;
+inline constexpr int schema_version = postgres_schema_version;
 
 // The version the database holds: 0 when it has no airlock schema yet.
 core::result<int> stored_schema_version(connection& conn);

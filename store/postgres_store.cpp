@@ -462,6 +462,8 @@ asio::awaitable<result<std::vector<core::pin>>> postgres_store::async_pins() {
     co_return co_await impl_->submit<std::vector<core::pin>>(std::move(fn), false);
 }
 
+std::string redact_postgres_url(std::string_view url) { return pg::redact_conninfo(url); }
+
 result<int> migrate_postgres_schema(std::string const& conninfo) {
     postgres_options o;
     o.conninfo = conninfo;

@@ -14,8 +14,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace airlock::store {
+
+// The version of the PostgreSQL journal's schema this airlock reads and writes.
+inline constexpr int postgres_schema_version = 1;
+
+// A libpq URL or key=value string with its password, if any, shown as ***: for messages and logs.
+std::string redact_postgres_url(std::string_view url);
 
 struct postgres_options {
     std::string conninfo;  // a libpq URI (postgres://user@host:port/db) or key=value string

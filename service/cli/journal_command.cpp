@@ -2,6 +2,7 @@
 
 #include "core/canonical_json.hpp"
 #include "core/journal.hpp"
+#include "service/cli/journal_copy.hpp"
 #include "service/cli/journal_upkeep.hpp"
 #include "service/cli/support.hpp"
 #include "service/ops/journal_prune.hpp"
@@ -15,7 +16,7 @@ namespace airlock::service {
 namespace {
 
 constexpr char journal_usage[] =
-    "usage: airlock journal <verify|show|export|import|prune|backup|compact> [--journal DIR | --config FILE] ...\n"
+    "usage: airlock journal <verify|show|export|import|prune|backup|compact|copy|migrate-schema> [--journal DIR | --config FILE] ...\n"
     "  verify (--all | RUN)   check hash chains; names the first bad seq of each broken run\n"
     "  show RUN               one line per record: seq, kind, hash prefix, body\n"
     "  export RUN             the run's records as JSON lines (canonical JSON), to stdout\n"
@@ -26,6 +27,10 @@ constexpr char journal_usage[] =
     "                         quarantined ones), exported first with --export-to; journaled as a run\n"
     "  backup DIR             a consistent, compacted copy, taken while airlock runs\n"
     "  compact                return pruned space to the filesystem (airlock stopped)\n"
+    "  copy --from STORE --to STORE\n"
+    "                         every run and pin, chains verified, between lmdb:DIR and postgres:URL\n"
+    "  migrate-schema --postgres URL\n"
+    "                         bring a PostgreSQL journal's schema to this airlock's version\n"
     "  --journal DIR          journal directory (default: var/journal)\n"
     "  --config FILE          take the journal from this configuration (journal.dir)\n";
 
@@ -120,6 +125,7 @@ int import_file(store::lmdb_store& s, std::string const& path) {
 
 int run_journal(std::vector<std::string> const& args) {
     if (cli::is_journal_upkeep(args)) return cli::run_journal_upkeep(args);
+    if (cli::is_journal_copy(args)) return cli::run_journal_copy(args);
     std::optional<std::string> dir, config_file;
     std::vector<std::string> pos;
     for (std::size_t i = 0; i < args.size(); ++i) {

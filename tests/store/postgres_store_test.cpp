@@ -213,3 +213,17 @@ TEST_CASE("a PostgreSQL URL's password appears in no error", "[postgres]") {
     CHECK(refused.error().code == "io_error");
     CHECK_THAT(refused.error().message, !Catch::Contains("s3cret"));
 }
+
+TEST_CASE("a PostgreSQL append of thousands of records at once is written whole, past one statement's parameters",
+          "[postgres]") {
+    auto s = open_store(postgres_server::shared().create_database());
+    std::vector<core::new_record> batch{admitted()};
+    for (int i = 0; i < 25'000; ++i) batch.push_back(note("n" + std::to_string(i)));
+    auto written = run_awaitable(s->async_append("run-big", std::move(batch)));
+    if (!written) FAIL(written.error());
+    CHECK(written->size() == 25'001);
+    auto back = run_awaitable(s->async_read("run-big", 24'990)).value();
+    REQUIRE(back.size() == 12);
+    CHECK(back.back().body.at("text") == "n24999");
+    CHECK(back.back().hash == written->back().hash);
+}
