@@ -113,16 +113,60 @@ result<std::optional<core::run_summary>> head(connection& conn, std::string cons
     return std::optional<core::run_summary>(std::move(*s));
 }
 
+namespace {
+
+// The rows of an append in one statement, one round trip: its records and effects inserted by
+// data-modifying CTEs, its run's row upserted by the statement itself. An append too large for
+// one statement's parameters is written a thousand rows at a time instead.
+result<void> write_plan(connection& conn, core::append_plan const& plan) {
+    auto const& run_id = plan.summary.run_id;
+    if (plan.records.size() + plan.new_effects.size() > rows_per_insert) {
+        if (auto w = insert_records(conn, run_id, plan.records); !w) return w.error();
+        if (auto w = insert_effects(conn, run_id, plan.new_effects); !w) return w.error();
+        return put_summary(conn, plan.summary);
+    }
+    auto const& s = plan.summary;
+    std::vector<param> params{param::of(run_id), param::of(s.status), param::of(s.agent), param::of(s.kind),
+                              param::of(s.principal), param::of(s.admitted_at), param::of(s.sealed),
+                              param::of(boost::json::serialize(core::to_json(s)))};
+    auto next = [&](param p) {
+        params.push_back(std::move(p));
+        return "$" + std::to_string(params.size());
+    };
+    std::string sql = "WITH rec AS (INSERT INTO airlock.records (run_id, seq, kind, bytes) VALUES ";
+    for (std::size_t i = 0; i < plan.records.size(); ++i) {
+        auto const& r = plan.records[i];
+        sql += i ? ", ($1, " : "($1, ";
+        sql += next(param::of(static_cast<std::int64_t>(r.seq))) + ", convert_from(" + next(param::of(core::to_string(r.kind))) +
+               ", 'UTF8'), " + next(param::of(core::serialize_record(r))) + ")";
+    }
+    sql += ")";
+    if (!plan.new_effects.empty()) {
+        sql += ", eff AS (INSERT INTO airlock.effects (run_id, effect_key) VALUES ";
+        for (std::size_t i = 0; i < plan.new_effects.size(); ++i) sql += (i ? ", ($1, " : "($1, ") + next(param::of(plan.new_effects[i])) + ")";
+        sql += ")";
+    }
+    sql += " INSERT INTO airlock.runs (run_id, status, agent, kind, principal, admitted_at, sealed, summary) "
+           "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, "
+           "sealed = EXCLUDED.sealed, summary = EXCLUDED.summary";
+    auto done = conn.exec(sql, params);
+    if (!done) return done.error();
+    return {};
+}
+
+}  // namespace
+
 result<std::vector<core::record>> append(connection& conn, std::string const& run_id,
-                                         std::vector<core::new_record> const& batch) {
-    // The run's row is locked for the rest of the transaction, so two replicas appending to one run
-    // take turns; a run admitted by two at once meets the primary key, and the loser's batch is run
-    // again (see postgres_store), then reads the winner's row and is refused.
-    auto current = head(conn, run_id, true);
+                                         std::vector<core::new_record> const& batch, heads const* cache) {
+    // Without a cache the run's row is locked for the rest of the transaction, so two replicas
+    // appending to one run take turns. With one, a head another replica moved on meanwhile is
+    // caught by the records' primary key (its next seq is taken), and the writer runs the op again
+    // without the cache. A run admitted by two at once meets the runs' primary key, the same way.
+    auto current = cache ? cache->current(run_id) : head(conn, run_id, true);
     if (!current) return current.error();
     std::optional<core::error> lookup_failed;
     auto seen = [&](std::string_view effect_key) {
-        if (!*current || lookup_failed) return false;
+        if (!*current || lookup_failed || (cache && cache->optimistic)) return false;
         auto got = conn.exec("SELECT 1 FROM airlock.effects WHERE run_id = $1 AND effect_key = $2",
                              {param::of(run_id), param::of(effect_key)});
         if (!got) {
@@ -134,20 +178,19 @@ result<std::vector<core::record>> append(connection& conn, std::string const& ru
     auto plan = core::plan_append(run_id, *current, batch, seen);
     if (lookup_failed) return *lookup_failed;
     if (!plan) return plan.error();
-    if (auto w = insert_records(conn, run_id, plan->records); !w) return w.error();
-    if (auto w = insert_effects(conn, run_id, plan->new_effects); !w) return w.error();
-    if (auto w = put_summary(conn, plan->summary); !w) return w.error();
+    if (auto w = write_plan(conn, *plan); !w) return w.error();
+    if (cache) cache->wrote(plan->summary);
     return std::move(plan->records);
 }
 
 result<core::record> seal(connection& conn, std::string const& run_id, std::string const& status,
-                          std::string const& reason) {
-    auto current = head(conn, run_id, true);
+                          std::string const& reason, heads const* cache) {
+    auto current = cache ? cache->current(run_id) : head(conn, run_id, true);
     if (!current) return current.error();
     if (!*current) return make_error(core::errc::unknown_run, "run '" + run_id + "' is not in the journal");
     auto sealing = core::make_seal(**current, status, reason, core::rfc3339(std::chrono::system_clock::now()));
     if (!sealing) return sealing.error();
-    auto written = append(conn, run_id, core::one_record(std::move(*sealing)));
+    auto written = append(conn, run_id, core::one_record(std::move(*sealing)), cache);
     if (!written) return written.error();
     return std::move(written->front());
 }

@@ -16,6 +16,8 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <type_traits>
+#include <unordered_map>
 
 namespace airlock::store {
 
@@ -25,7 +27,15 @@ using core::result;
 
 namespace {
 
-using op = detail::basic_queued_op<pg::connection&>;
+// What a write runs against: the writer's connection, inside the batch's transaction, and, in a
+// batch's first pass, the writer's cache of run heads (pg::heads); none on a second pass.
+struct write_context {
+    pg::connection* conn = nullptr;
+    pg::heads const* cache = nullptr;
+};
+
+using read_op = detail::basic_queued_op<pg::connection&>;
+using write_op = detail::basic_queued_op<write_context&>;
 
 // Threads, not libpq's non-blocking API on the io_context: every statement of an append depends on
 // the one before (the run's head, then its effects, then the rows), so a connection does one thing
@@ -94,8 +104,8 @@ struct postgres_store::impl {
 
     std::mutex mutex;
     std::condition_variable write_wake, read_wake;
-    std::deque<std::unique_ptr<op>> writes;  // guarded by mutex
-    std::deque<std::unique_ptr<op>> reads;   // guarded by mutex
+    std::deque<std::unique_ptr<write_op>> writes;  // guarded by mutex
+    std::deque<std::unique_ptr<read_op>> reads;    // guarded by mutex
     std::size_t urgent = 0;                  // writes queued that are not deferred
     bool stopping = false;
     std::thread writer;
@@ -103,6 +113,30 @@ struct postgres_store::impl {
 
     mutable std::mutex fault_mutex;
     std::optional<core::error> fault;
+
+    // The writer thread's own: the head of every unsealed run it committed an append to, so an
+    // append costs one statement instead of a locked read first; and the heads this batch's appends
+    // made, kept apart until the batch commits.
+    static constexpr std::size_t max_cached_heads = 100'000;
+    std::unordered_map<std::string, core::run_summary> committed_heads, batch_heads;
+    pg::connection* batch_conn = nullptr;
+    pg::heads cached_heads{
+        [this](std::string const& run_id) -> result<std::optional<core::run_summary>> {
+            if (auto it = batch_heads.find(run_id); it != batch_heads.end()) return std::optional(it->second);
+            if (auto it = committed_heads.find(run_id); it != committed_heads.end()) return std::optional(it->second);
+            return pg::head(*batch_conn, run_id, true);
+        },
+        [this](core::run_summary const& s) { batch_heads.insert_or_assign(s.run_id, s); },
+        true};
+
+    void keep_batch_heads() {
+        if (committed_heads.size() + batch_heads.size() > max_cached_heads) committed_heads.clear();
+        for (auto& [id, head] : batch_heads) {
+            if (head.sealed) committed_heads.erase(id);  // a sealed run takes no more appends
+            else committed_heads.insert_or_assign(id, std::move(head));
+        }
+        batch_heads.clear();
+    }
 
     explicit impl(postgres_options o)
         : options(std::move(o)), writer_link(connect_options_of(options), options, reconnects) {
@@ -135,20 +169,21 @@ struct postgres_store::impl {
         fault = std::move(e);
     }
 
-    void enqueue(std::unique_ptr<op> o, bool is_write) {
+    template <class Op>
+    void enqueue(std::unique_ptr<Op> o) {
         {
             std::unique_lock lock(mutex);
             if (!stopping) {
-                if (!is_write) {
+                if constexpr (std::is_same_v<Op, read_op>) {
                     reads.push_back(std::move(o));
                     lock.unlock();
                     read_wake.notify_one();
-                    return;
+                } else {
+                    if (!o->deferred) ++urgent;
+                    writes.push_back(std::move(o));
+                    lock.unlock();
+                    write_wake.notify_one();
                 }
-                if (!o->deferred) ++urgent;
-                writes.push_back(std::move(o));
-                lock.unlock();
-                write_wake.notify_one();
                 return;
             }
         }
@@ -158,7 +193,7 @@ struct postgres_store::impl {
 
     // The writer waits for an op that must be durable now, or for the first deferred one's deadline,
     // then takes everything queued (up to max_batch), in order, into one transaction.
-    bool take_batch(std::vector<std::unique_ptr<op>>& batch) {
+    bool take_batch(std::vector<std::unique_ptr<write_op>>& batch) {
         std::unique_lock lock(mutex);
         for (;;) {
             if (writes.empty()) {
@@ -181,7 +216,7 @@ struct postgres_store::impl {
 
     void write_loop() {
         for (;;) {
-            std::vector<std::unique_ptr<op>> batch;
+            std::vector<std::unique_ptr<write_op>> batch;
             if (!take_batch(batch)) return;
             auto started = std::chrono::steady_clock::now();
             commit(batch);
@@ -196,7 +231,7 @@ struct postgres_store::impl {
         }
     }
 
-    void fail_all(std::vector<std::unique_ptr<op>>& batch, core::error const& e) {
+    void fail_all(std::vector<std::unique_ptr<write_op>>& batch, core::error const& e) {
         for (auto& o : batch) o->fail(e);
     }
 
@@ -213,7 +248,7 @@ struct postgres_store::impl {
         }
     }
 
-    void commit(std::vector<std::unique_ptr<op>>& batch) {
+    void commit(std::vector<std::unique_ptr<write_op>>& batch) {
         auto conn = begin();
         if (!conn) {
             note_fault(conn.error());
@@ -223,6 +258,9 @@ struct postgres_store::impl {
         operations.fetch_add(batch.size(), std::memory_order_relaxed);
         auto committed = commit_flat(**conn, batch);
         if (!committed) {
+            // The second pass reads every head from the database; what the cache held of these
+            // runs may be what another replica has moved on from, so it is all forgotten.
+            committed_heads.clear();
             if (auto begun = (*conn)->script("BEGIN"); !begun) {
                 fail_all(batch, begun.error());
                 committed = false;
@@ -236,19 +274,27 @@ struct postgres_store::impl {
         else if (*committed) note_fault(std::nullopt);
     }
 
+    // In a transaction begun by the caller: every op straight in it, with the cache of heads.
     // nullopt (everything undone) when an op's statement failed and aborted the transaction: the
-    // batch is then run again an op per savepoint. Otherwise whether the database answered.
-    // In a transaction begun by the caller, as commit_nested.
-    std::optional<bool> commit_flat(pg::connection& c, std::vector<std::unique_ptr<op>>& batch) {
+    // batch is then run again an op per savepoint, without the cache. Otherwise whether it committed.
+    std::optional<bool> commit_flat(pg::connection& c, std::vector<std::unique_ptr<write_op>>& batch) {
+        batch_conn = &c;
+        batch_heads.clear();
+        write_context ctx{&c, &cached_heads};
         for (auto& o : batch) {
-            if (o->run(c) || !c.in_failed_transaction()) continue;
+            if (o->run(ctx) || !c.in_failed_transaction()) continue;
             (void)c.script("ROLLBACK");
+            batch_heads.clear();
             return std::nullopt;
         }
-        return finish(c, batch);
+        bool done = finish(c, batch);
+        if (done) keep_batch_heads();
+        else committed_heads.clear(), batch_heads.clear();
+        return done;
     }
 
-    bool commit_nested(pg::connection& c, std::vector<std::unique_ptr<op>>& batch) {
+    bool commit_nested(pg::connection& c, std::vector<std::unique_ptr<write_op>>& batch) {
+        write_context ctx{&c, nullptr};
         for (auto& o : batch) {
             if (auto sp = c.script("SAVEPOINT op"); !sp) {
                 o->fail(sp.error());
@@ -257,7 +303,7 @@ struct postgres_store::impl {
             // One more try after a conflict with another writer (a run admitted, a pin first seen,
             // by another replica at the same moment): the second reads what the first wrote.
             for (int attempt = 0; attempt < 2; ++attempt) {
-                if (o->run(c) || !c.in_failed_transaction()) break;
+                if (o->run(ctx) || !c.in_failed_transaction()) break;
                 bool retry = pg::is_retryable(c.sqlstate());
                 (void)c.script("ROLLBACK TO SAVEPOINT op");
                 if (!retry) break;
@@ -267,7 +313,7 @@ struct postgres_store::impl {
         return finish(c, batch);
     }
 
-    bool finish(pg::connection& c, std::vector<std::unique_ptr<op>>& batch) {
+    bool finish(pg::connection& c, std::vector<std::unique_ptr<write_op>>& batch) {
         if (auto done = c.script("COMMIT"); !done) {
             // A connection lost during COMMIT leaves the outcome unknown: the caller is told it
             // failed; the records may stand, and the next append chains from whatever the database holds.
@@ -282,7 +328,7 @@ struct postgres_store::impl {
 
     void read_loop(std::size_t i) {
         for (;;) {
-            std::unique_ptr<op> job;
+            std::unique_ptr<read_op> job;
             {
                 std::unique_lock lock(mutex);
                 read_wake.wait(lock, [&] { return stopping || !reads.empty(); });
@@ -304,15 +350,15 @@ struct postgres_store::impl {
         }
     }
 
-    template <class T>
-    asio::awaitable<result<T>> submit(std::function<result<T>(pg::connection&)> fn, bool is_write, bool deferred = false) {
-        auto initiation = [this, is_write, deferred](auto handler, std::function<result<T>(pg::connection&)> f) {
+    // Queues fn for the writer (Context write_context&) or a reader (pg::connection&).
+    template <class T, class Context>
+    asio::awaitable<result<T>> submit(std::function<result<T>(Context)> fn, bool deferred = false) {
+        auto initiation = [this, deferred](auto handler, std::function<result<T>(Context)> f) {
             using handler_type = std::decay_t<decltype(handler)>;
-            auto o = std::make_unique<detail::basic_posted_op<T, handler_type, pg::connection&>>(std::move(f),
-                                                                                                 std::move(handler));
+            auto o = std::make_unique<detail::basic_posted_op<T, handler_type, Context>>(std::move(f), std::move(handler));
             o->deferred = deferred;
             if (deferred) o->due = std::chrono::steady_clock::now() + options.defer_limit;
-            enqueue(std::move(o), is_write);
+            enqueue(std::unique_ptr<detail::basic_queued_op<Context>>(std::move(o)));
         };
         co_return co_await asio::async_initiate<decltype(asio::use_awaitable), void(result<T>)>(
             initiation, asio::use_awaitable, std::move(fn));
@@ -363,64 +409,64 @@ asio::awaitable<result<std::vector<core::record>>> postgres_store::async_append(
                                                                                 std::vector<core::new_record> records) {
     if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
     redact_secrets(records);
-    std::function<result<std::vector<core::record>>(pg::connection&)> fn =
-        [run_id = std::move(run_id), records = std::move(records)](pg::connection& c) {
-            return pg::append(c, run_id, records);
+    std::function<result<std::vector<core::record>>(write_context&)> fn =
+        [run_id = std::move(run_id), records = std::move(records)](write_context& w) {
+            return pg::append(*w.conn, run_id, records, w.cache);
         };
-    co_return co_await impl_->submit<std::vector<core::record>>(std::move(fn), true);
+    co_return co_await impl_->submit<std::vector<core::record>, write_context&>(std::move(fn));
 }
 
 asio::awaitable<result<std::vector<core::record>>> postgres_store::async_append_deferred(
     std::string run_id, std::vector<core::new_record> records) {
     if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
     redact_secrets(records);
-    std::function<result<std::vector<core::record>>(pg::connection&)> fn =
-        [run_id = std::move(run_id), records = std::move(records)](pg::connection& c) {
-            return pg::append(c, run_id, records);
+    std::function<result<std::vector<core::record>>(write_context&)> fn =
+        [run_id = std::move(run_id), records = std::move(records)](write_context& w) {
+            return pg::append(*w.conn, run_id, records, w.cache);
         };
-    co_return co_await impl_->submit<std::vector<core::record>>(std::move(fn), true, true);
+    co_return co_await impl_->submit<std::vector<core::record>, write_context&>(std::move(fn), true);
 }
 
 asio::awaitable<result<core::record>> postgres_store::async_seal(std::string run_id, std::string status,
                                                                  std::string reason) {
     if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
     core::secrets::redact(reason);
-    std::function<result<core::record>(pg::connection&)> fn =
-        [run_id = std::move(run_id), status = std::move(status), reason = std::move(reason)](pg::connection& c) {
-            return pg::seal(c, run_id, status, reason);
+    std::function<result<core::record>(write_context&)> fn =
+        [run_id = std::move(run_id), status = std::move(status), reason = std::move(reason)](write_context& w) {
+            return pg::seal(*w.conn, run_id, status, reason, w.cache);
         };
-    co_return co_await impl_->submit<core::record>(std::move(fn), true);
+    co_return co_await impl_->submit<core::record, write_context&>(std::move(fn));
 }
 
 asio::awaitable<result<core::admission>> postgres_store::async_claim_admission(std::string idempotency_key,
                                                                                std::string proposed_run_id) {
     if (idempotency_key.empty()) co_return make_error("invalid_key", "idempotency key is empty");
-    std::function<result<core::admission>(pg::connection&)> fn =
-        [key = std::move(idempotency_key), proposed = std::move(proposed_run_id)](pg::connection& c) {
-            return pg::claim_admission(c, key, proposed);
+    std::function<result<core::admission>(write_context&)> fn =
+        [key = std::move(idempotency_key), proposed = std::move(proposed_run_id)](write_context& w) {
+            return pg::claim_admission(*w.conn, key, proposed);
         };
-    co_return co_await impl_->submit<core::admission>(std::move(fn), true);
+    co_return co_await impl_->submit<core::admission, write_context&>(std::move(fn));
 }
 
 asio::awaitable<result<std::vector<core::record>>> postgres_store::async_read(std::string run_id, std::uint64_t from_seq) {
     if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
     std::function<result<std::vector<core::record>>(pg::connection&)> fn =
         [run_id = std::move(run_id), from_seq](pg::connection& c) { return pg::read(c, run_id, from_seq); };
-    co_return co_await impl_->submit<std::vector<core::record>>(std::move(fn), false);
+    co_return co_await impl_->submit<std::vector<core::record>, pg::connection&>(std::move(fn));
 }
 
 asio::awaitable<result<std::optional<core::run_summary>>> postgres_store::async_head(std::string run_id) {
     if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
     std::function<result<std::optional<core::run_summary>>(pg::connection&)> fn =
         [run_id = std::move(run_id)](pg::connection& c) { return pg::head(c, run_id); };
-    co_return co_await impl_->submit<std::optional<core::run_summary>>(std::move(fn), false);
+    co_return co_await impl_->submit<std::optional<core::run_summary>, pg::connection&>(std::move(fn));
 }
 
 asio::awaitable<result<core::run_page>> postgres_store::async_runs(core::run_filter filter) {
     std::function<result<core::run_page>(pg::connection&)> fn = [filter = std::move(filter)](pg::connection& c) {
         return pg::runs(c, filter);
     };
-    co_return co_await impl_->submit<core::run_page>(std::move(fn), false);
+    co_return co_await impl_->submit<core::run_page, pg::connection&>(std::move(fn));
 }
 
 asio::awaitable<result<std::optional<core::chain_fault>>> postgres_store::async_verify(std::string run_id) {
@@ -433,7 +479,7 @@ asio::awaitable<result<std::optional<core::chain_fault>>> postgres_store::async_
         if (!records) return records.error();
         return core::verify_chain(*records);
     };
-    co_return co_await impl_->submit<std::optional<core::chain_fault>>(std::move(fn), false);
+    co_return co_await impl_->submit<std::optional<core::chain_fault>, pg::connection&>(std::move(fn));
 }
 
 asio::awaitable<result<core::pin_verdict>> postgres_store::async_check_pin(std::string key, std::string digest,
@@ -441,25 +487,25 @@ asio::awaitable<result<core::pin_verdict>> postgres_store::async_check_pin(std::
     if (key.empty() || key.size() > 400) co_return make_error("invalid_key", "pin key must be 1 to 400 bytes");
     // A definition is upstream text: it may echo a configured secret, which is written nowhere.
     core::secrets::redact(definition);
-    std::function<result<core::pin_verdict>(pg::connection&)> fn =
-        [key = std::move(key), digest = std::move(digest), definition = std::move(definition)](pg::connection& c) {
-            return pg::check_pin(c, key, digest, definition);
+    std::function<result<core::pin_verdict>(write_context&)> fn =
+        [key = std::move(key), digest = std::move(digest), definition = std::move(definition)](write_context& w) {
+            return pg::check_pin(*w.conn, key, digest, definition);
         };
-    co_return co_await impl_->submit<core::pin_verdict>(std::move(fn), true);
+    co_return co_await impl_->submit<core::pin_verdict, write_context&>(std::move(fn));
 }
 
 asio::awaitable<result<core::pin>> postgres_store::async_accept_pin(std::string key, std::optional<std::string> expected) {
     if (key.empty() || key.size() > 400) co_return make_error("invalid_key", "pin key must be 1 to 400 bytes");
-    std::function<result<core::pin>(pg::connection&)> fn = [key = std::move(key),
-                                                             expected = std::move(expected)](pg::connection& c) {
-        return pg::accept_pin(c, key, expected);
+    std::function<result<core::pin>(write_context&)> fn = [key = std::move(key),
+                                                             expected = std::move(expected)](write_context& w) {
+        return pg::accept_pin(*w.conn, key, expected);
     };
-    co_return co_await impl_->submit<core::pin>(std::move(fn), true);
+    co_return co_await impl_->submit<core::pin, write_context&>(std::move(fn));
 }
 
 asio::awaitable<result<std::vector<core::pin>>> postgres_store::async_pins() {
     std::function<result<std::vector<core::pin>>(pg::connection&)> fn = [](pg::connection& c) { return pg::pins(c); };
-    co_return co_await impl_->submit<std::vector<core::pin>>(std::move(fn), false);
+    co_return co_await impl_->submit<std::vector<core::pin>, pg::connection&>(std::move(fn));
 }
 
 std::string redact_postgres_url(std::string_view url) { return pg::redact_conninfo(url); }
