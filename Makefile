@@ -18,6 +18,7 @@ test: build
 # Benchmarks print figures; they never pass or fail.
 bench: build
 	./$(BUILD_DIR)/bench/bench_journal_bench
+	./$(BUILD_DIR)/bench/bench_shared_journal_bench
 	./$(BUILD_DIR)/bench/bench_mcp_call_bench
 	tests/peers/node_modules/.bin/node bench/sdk_call_bench.mjs
 	./$(BUILD_DIR)/bench/bench_gateway_bench

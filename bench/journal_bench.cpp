@@ -5,6 +5,7 @@
 //
 // DIR defaults to a fresh directory under /tmp (use a real disk to measure real fsyncs).
 
+#include "bench/journal_records.hpp"
 #include "store/lmdb_store.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -38,31 +39,10 @@ struct figures {
     std::uint64_t batches = 0;
 };
 
-core::new_record admitted() {
-    boost::json::object body;
-    body["agent"] = {{"name", "bench"}, {"version", "1"}, {"digest", std::string(64, '0')}};
-    body["input"] = "go";
-    body["admitted_at"] = "2026-11-30T00:00:00Z";
-    return {core::record_kind::run_admitted, body};
-}
+using bench::admitted;
+using bench::effect;
+using bench::percentile;
 
-core::new_record effect(int i) {
-    boost::json::object body;
-    body["effect_key"] = "e" + std::to_string(i);
-    body["target"] = "tool";
-    body["tool"] = "tool://ledger/post";
-    body["arguments"] = {{"account", "acct-42"}, {"amount", i}};
-    body["mutates"] = true;
-    body["attempt"] = 1;
-    return {core::record_kind::effect_started, body};
-}
-
-double percentile(std::vector<double>& v, double p) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    auto idx = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
-    return v[idx];
-}
 
 figures measure(std::filesystem::path const& dir, store::durability mode, int writers, int per_writer) {
     std::filesystem::remove_all(dir);

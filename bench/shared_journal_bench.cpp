@@ -8,6 +8,7 @@
 //
 // Everything lives under /tmp: LMDB's file and PostgreSQL's data directory are on the same disk.
 
+#include "bench/journal_records.hpp"
 #include "store/lmdb_store.hpp"
 #include "store/postgres_store.hpp"
 #include "tests/support/postgres_server.hpp"
@@ -41,31 +42,10 @@ struct cell {
     std::uint64_t batches = 0;
 };
 
-core::new_record admitted() {
-    boost::json::object body;
-    body["agent"] = {{"name", "bench"}, {"version", "1"}, {"digest", std::string(64, '0')}};
-    body["input"] = "go";
-    body["mode"] = "agent";
-    body["admitted_at"] = "2026-12-04T00:00:00Z";
-    return {core::record_kind::run_admitted, body};
-}
+using bench::admitted;
+using bench::effect;
+using bench::percentile;
 
-core::new_record effect(int i) {
-    boost::json::object body;
-    body["effect_key"] = "e" + std::to_string(i);
-    body["target"] = "tool";
-    body["tool"] = "tool://ledger/post";
-    body["arguments"] = {{"account", "acct-42"}, {"amount", i}};
-    body["mutates"] = true;
-    body["attempt"] = 1;
-    return {core::record_kind::effect_started, body};
-}
-
-double percentile(std::vector<double> v, double p) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
-}
 
 // `runs` coroutines, run r on stores[r % stores.size()], each admitting its run and then
 // appending `per_run` effect records one after another, as an agent's calls do.
