@@ -581,6 +581,11 @@ asio::awaitable<void> lmdb_store::async_probe_write() {
     co_await p->submit<bool>(std::move(remove));
 }
 
+std::optional<journal_usage> lmdb_store::usage() const {
+    auto u = map_usage();
+    return journal_usage{u.used_bytes, u.map_size, u.file_bytes};
+}
+
 lmdb_store::map_use lmdb_store::map_usage() const {
     MDB_envinfo info{};
     MDB_stat st{};

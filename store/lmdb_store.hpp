@@ -6,6 +6,7 @@
 #include "core/journal.hpp"
 #include "core/pins.hpp"
 #include "store/durability.hpp"
+#include "store/served_journal.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -33,7 +34,7 @@ struct lmdb_options {
     bool exclusive = false;
 };
 
-class lmdb_store final : public core::journal_store, public core::pin_store {
+class lmdb_store final : public served_journal {
 public:
     // Opens (creating when missing) the environment; a corrupt or foreign file gives a clear error.
     static core::result<std::unique_ptr<lmdb_store>> open(lmdb_options options);
@@ -41,24 +42,25 @@ public:
 
     // Drains queued appends, stops the writer thread and syncs, now: later appends fail "closed".
     // The service calls it at shutdown, so no append can run after the process starts to exit.
-    void close();
+    void close() override;
     // False once close() has begun: appends fail from then on.
-    bool is_open() const noexcept;
+    bool is_open() const noexcept override;
 
     // Why appends fail now: map_full, disk_full or io_error, set when a commit fails because of the
     // journal's map, disk or file rather than the append, and cleared by the next commit that makes
     // a write durable. nullopt while appends succeed.
-    std::optional<core::error> write_fault() const;
+    std::optional<core::error> write_fault() const override;
     // While write_fault() is set (at most once a second): tries to make a 64 KiB write durable, and
     // removes it again, so the fault clears once the journal can take appends again even when no
     // append comes to try it (a load balancer sends no traffic to a server that is not ready).
-    boost::asio::awaitable<void> async_probe_write();
+    boost::asio::awaitable<void> async_probe_write() override;
     struct map_use {
         std::size_t used_bytes = 0;  // LMDB's high-water mark of pages used, pages freed for reuse included
         std::size_t map_size = 0;
         std::uintmax_t file_bytes = 0;  // the size of the data file (data.mdb) on disk
     };
     map_use map_usage() const;
+    std::optional<journal_usage> usage() const override;
 
     // Prunes: removes each of these sealed runs whole (records, index entry, effect entries, and
     // the admissions that name it) in one transaction, so either all go or none. Refuses a run that

@@ -113,6 +113,7 @@ struct postgres_store::impl {
 
     mutable std::mutex fault_mutex;
     std::optional<core::error> fault;
+    std::unique_ptr<pg::connection> serving_lock;  // options.exclusive: holds the advisory lock
 
     // The writer thread's own: the head of every unsealed run it committed an append to, so an
     // append costs one statement instead of a locked read first; and the heads this batch's appends
@@ -162,6 +163,7 @@ struct postgres_store::impl {
         if (writer.joinable()) writer.join();
         for (auto& t : readers)
             if (t.joinable()) t.join();
+        serving_lock.reset();  // another airlock may serve the journal from now on
     }
 
     void note_fault(std::optional<core::error> e) {
@@ -366,12 +368,30 @@ struct postgres_store::impl {
 };
 
 result<std::unique_ptr<postgres_store>> postgres_store::open(postgres_options options) {
-    if (options.conninfo.empty()) return make_error("invalid_field", "journal.postgres.url: a connection URL is needed");
+    if (options.conninfo.empty()) return make_error(core::errc::invalid_field, "journal.postgres.url: a connection URL is needed");
     auto p = std::make_unique<impl>(std::move(options));
     if (auto ok = p->writer_link.connect_now(); !ok) return ok.error();
     if (auto ok = pg::check_schema(*p->writer_link.current(), p->options.create_if_empty); !ok) return ok.error();
     for (auto& r : p->reader_links)
         if (auto ok = r->connect_now(); !ok) return ok.error();
+    if (p->options.exclusive) {
+        auto c = pg::connection::open(connect_options_of(p->options));
+        if (!c) return c.error();
+        auto got = (*c)->exec("SELECT pg_try_advisory_lock(8785, 1)");
+        if (!got) return got.error();
+        if (!got->boolean(0, 0)) {
+            auto who = (*c)->exec(
+                "SELECT coalesce(host(a.client_addr), 'a local socket') || ' since ' || "
+                "to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+                "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.locktype = 'advisory' AND l.classid = 8785 AND l.objid = 1 AND l.granted");
+            std::string holder = who && who->size() ? " (connected from " + std::string(who->bytes(0, 0)) + ")" : "";
+            return make_error("journal_busy", "another airlock serves this PostgreSQL journal" + holder +
+                                                  "; replicas that share one journal need run leases, which this "
+                                                  "airlock does not have yet (docs/scale-out.md)");
+        }
+        p->serving_lock = std::move(*c);
+    }
     p->start();
     return std::unique_ptr<postgres_store>(new postgres_store(std::move(p)));
 }
@@ -394,6 +414,11 @@ std::optional<core::error> postgres_store::write_fault() const {
 
 postgres_store::stats postgres_store::writer_stats() const {
     return {impl_->batches.load(), impl_->operations.load(), impl_->reconnects.load()};
+}
+
+asio::awaitable<void> postgres_store::async_probe_write() {
+    std::function<result<bool>(write_context&)> fn = [](write_context&) -> result<bool> { return true; };
+    (void)co_await impl_->submit<bool, write_context&>(std::move(fn));
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include "core/journal.hpp"
 #include "core/pins.hpp"
 #include "store/durability.hpp"
+#include "store/served_journal.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -39,11 +40,15 @@ struct postgres_options {
     // Create the schema when the database has none. An older schema is always refused, with the
     // command that migrates it (`airlock journal migrate-schema`).
     bool create_if_empty = true;
+    // Hold the database's airlock-serving lock (a session advisory lock, on a connection of its own)
+    // while open, and refuse to open ("journal_busy") while another store holds it: for `airlock
+    // serve` and its kin until run leases let replicas share a journal (docs/scale-out.md).
+    bool exclusive = false;
     // As lmdb_options::on_commit: after each group commit, on the writer thread.
     std::function<void(std::size_t writes, std::chrono::steady_clock::duration took)> on_commit;
 };
 
-class postgres_store final : public core::journal_store, public core::pin_store {
+class postgres_store final : public served_journal {
 public:
     // Connects every connection and checks the schema; "io_error" when the server cannot be reached,
     // "schema_*" when its schema is not this binary's.
@@ -51,12 +56,14 @@ public:
     ~postgres_store() override;  // commits what is queued, then closes every connection
 
     // Commits what is queued and stops the threads, now: later operations fail "closed".
-    void close();
-    bool is_open() const noexcept;
+    void close() override;
+    bool is_open() const noexcept override;
 
     // Why writes fail now ("io_error": the database is unreachable or does not answer), cleared by
     // the next commit that succeeds; nullopt while writes succeed.
-    std::optional<core::error> write_fault() const;
+    std::optional<core::error> write_fault() const override;
+    // An empty transaction through the writer: it reconnects, and its commit clears the fault.
+    boost::asio::awaitable<void> async_probe_write() override;
 
     struct stats {
         std::uint64_t batches = 0;     // transactions committed or tried

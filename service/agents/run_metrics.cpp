@@ -1,5 +1,9 @@
 #include "service/agents/run_metrics.hpp"
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
 #include <map>
 
 namespace airlock::service {
@@ -87,12 +91,16 @@ asio::awaitable<core::result<core::admission>> status_counting_journal::async_cl
     co_return co_await inner_->async_claim_admission(std::move(idempotency_key), std::move(proposed_run_id));
 }
 
-core::result<void> count_runs(store::lmdb_store const& journal, std::set<std::string> const& agents, airlock_metrics& metrics) {
+core::result<void> count_runs(core::journal_store& journal, std::set<std::string> const& agents, airlock_metrics& metrics) {
     std::map<std::string, std::int64_t> by_status;
     core::run_filter filter;
     filter.limit = 10000;
     for (;;) {
-        auto page = journal.runs(filter);
+        // Before serving starts, on a loop of its own: the store completes on whichever loop asks.
+        asio::io_context ioc;
+        auto pending = asio::co_spawn(ioc, journal.async_runs(filter), asio::use_future);
+        ioc.run();
+        auto page = pending.get();
         if (!page) return page.error();
         for (auto const& r : page->runs)
             if (agents.contains(r.agent)) ++by_status[r.status];

@@ -5,7 +5,6 @@
 
 #include "core/journal.hpp"
 #include "service/ops/metrics.hpp"
-#include "store/lmdb_store.hpp"
 
 #include <memory>
 #include <set>
@@ -38,6 +37,6 @@ private:
 
 // Sets airlock_runs from the runs of these agents the journal holds (gateway session runs are not
 // agent runs). Called once at start, before any run is driven.
-core::result<void> count_runs(store::lmdb_store const& journal, std::set<std::string> const& agents, airlock_metrics& metrics);
+core::result<void> count_runs(core::journal_store& journal, std::set<std::string> const& agents, airlock_metrics& metrics);
 
 }  // namespace airlock::service

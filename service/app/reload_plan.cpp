@@ -45,7 +45,9 @@ std::vector<std::string> restart_only_changes(config const& before, config const
     if (a.list_page_size != b.list_page_size) out.push_back("server.list_page_size");
     if (a.input_request_ttl != b.input_request_ttl) out.push_back("server.input_request_ttl");
     if (a.sessions != b.sessions) out.push_back("server.sessions");
-    if (before.journal.directory != after.journal.directory || before.journal.map_size != after.journal.map_size)
+    auto postgres_of = [](config const& c) { return c.journal_postgres ? c.journal_postgres->conninfo : std::string(); };
+    if (before.journal.directory != after.journal.directory || before.journal.map_size != after.journal.map_size ||
+        postgres_of(before) != postgres_of(after))
         out.push_back("journal");
     if (before.logging.format != after.logging.format) out.push_back("logging.format");
     // Agent runs under way hold their manifest and provider: both change at the next start, so a

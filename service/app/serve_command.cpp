@@ -246,7 +246,7 @@ void sample_gauges(airlock_metrics& metrics, http_server& server, std::shared_pt
     // metrics and the journal, its LMDB environment never closed, past the end of the process.
     metrics.on_scrape([&server, weak_endpoint = std::weak_ptr<mcp_endpoint>(endpoint),
                         weak_backend = std::weak_ptr<reloadable_backend>(sv.backend),
-                        journal = std::weak_ptr<store::lmdb_store>(sv.journal)](airlock_metrics& m) {
+                        journal = std::weak_ptr<store::served_journal>(sv.journal)](airlock_metrics& m) {
         auto endpoint = weak_endpoint.lock();
         auto backend = weak_backend.lock();
         if (!endpoint || !backend) return;
@@ -255,11 +255,11 @@ void sample_gauges(airlock_metrics& metrics, http_server& server, std::shared_pt
         for (auto const& [name, state] : backend->current()->upstream_states())
             m.upstream_up.with({name}).set(state == gateway::upstream_state::up ? 1 : 0);
         // Weak: the journal's commit observer holds the metrics, so a strong hold here would be a cycle.
-        if (auto j = journal.lock()) {
-            auto use = j->map_usage();
-            m.journal_map_used.with({}).set(static_cast<std::int64_t>(use.used_bytes));
-            m.journal_map_size.with({}).set(static_cast<std::int64_t>(use.map_size));
-            m.journal_file_bytes.with({}).set(static_cast<std::int64_t>(use.file_bytes));
+        auto j = journal.lock();
+        if (auto use = j ? j->usage() : std::nullopt) {
+            m.journal_map_used.with({}).set(static_cast<std::int64_t>(use->used_bytes));
+            m.journal_map_size.with({}).set(static_cast<std::int64_t>(use->map_size));
+            m.journal_file_bytes.with({}).set(static_cast<std::int64_t>(use->file_bytes));
         }
     });
 }
@@ -334,7 +334,8 @@ std::shared_ptr<ops::journal_retention> start_background(asio::any_io_executor e
     // journal.retention: sealed runs past it are pruned now and then, while serving.
     std::shared_ptr<ops::journal_retention> retention;
     if (c.journal_retention) {
-        retention = std::make_shared<ops::journal_retention>(exec, sc.journal, *c.journal_retention);
+        // journal.retention is refused beside journal.postgres (config/journal.cpp): the journal is LMDB's.
+        retention = std::make_shared<ops::journal_retention>(exec, sc.lmdb, *c.journal_retention);
         retention->start();
     }
     return retention;
@@ -394,7 +395,7 @@ int run_serve(std::vector<std::string> const& args) {
     auto const polling =
         c->server.busy_poll.count() > 0 ? ", busy poll: " + std::to_string(c->server.busy_poll.count()) + " us" : std::string();
     spdlog::info("airlock {} listening on {} ({} upstreams, {} principals, journal {}, {} I/O thread{}{})", AIRLOCK_VERSION,
-                 *where, c->upstreams.size(), c->principals.size(), c->journal.directory.string(), threads,
+                 *where, c->upstreams.size(), c->principals.size(), journal_location(*c), threads,
                  threads == 1 ? "" : "s", polling);
     if (a.hints.value_or(::isatty(STDOUT_FILENO) == 1)) std::cout << start_hints(*c, *where) << std::flush;
 

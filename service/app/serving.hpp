@@ -6,7 +6,7 @@
 #include "service/app/tokens.hpp"
 #include "service/config/config.hpp"
 #include "service/gateway/reloadable_backend.hpp"
-#include "store/lmdb_store.hpp"
+#include "store/served_journal.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -26,7 +26,7 @@ struct serving {
     std::optional<std::string> config_file;
     std::optional<std::string> listen_override;
     std::optional<unsigned> threads_override;
-    std::shared_ptr<store::lmdb_store> journal;
+    std::shared_ptr<store::served_journal> journal;
     std::string instance;  // the gateway's instance id (service_core::owner)
     std::shared_ptr<reloadable_backend> backend;
     std::shared_ptr<token_table> tokens;

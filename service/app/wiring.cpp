@@ -119,7 +119,7 @@ std::shared_ptr<mcp::mcp_client> make_upstream_client(upstream_config const& u, 
 
 // The gateway of a configuration over a journal and the upstreams' clients (clients[i] serves c.upstreams[i]).
 core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_io_executor exec,
-                                                    std::shared_ptr<store::lmdb_store> const& journal,
+                                                    std::shared_ptr<store::served_journal> const& journal,
                                                     std::vector<std::shared_ptr<mcp::mcp_client>> const& clients,
                                                     std::shared_ptr<airlock_metrics> metrics, std::string instance) {
     gateway_options go;
@@ -146,18 +146,45 @@ core::result<std::shared_ptr<gateway>> make_gateway(config const& c, asio::any_i
     return gateway::make(std::move(go));
 }
 
+namespace {
+
+// The configured journal: LMDB at journal.dir, or PostgreSQL at journal.postgres.url. Its owner
+// files live beside an LMDB journal, and in var/postgres for a PostgreSQL one (only one airlock
+// serves it at a time, postgres_options::exclusive, so they need not be shared across hosts).
+core::result<std::filesystem::path> open_journal(config const& c, std::shared_ptr<airlock_metrics> const& metrics,
+                                                 service_core& sc) {
+    std::function<void(std::size_t, std::chrono::steady_clock::duration)> on_commit;
+    if (metrics)
+        on_commit = [metrics](std::size_t writes, std::chrono::steady_clock::duration took) {
+            metrics->journal_commit(writes, took);
+        };
+    if (c.journal_postgres) {
+        auto o = *c.journal_postgres;
+        o.on_commit = std::move(on_commit);
+        o.exclusive = true;
+        auto opened = store::postgres_store::open(std::move(o));
+        if (!opened)
+            return core::make_error(opened.error().code, "journal.postgres: " + opened.error().message);
+        sc.journal = std::shared_ptr<store::postgres_store>(std::move(*opened));
+        return c.base_dir / "var" / "postgres";
+    }
+    auto journal_options = c.journal;
+    journal_options.on_commit = std::move(on_commit);
+    auto opened = store::lmdb_store::open(journal_options);
+    if (!opened) return opened.error();
+    sc.lmdb = std::shared_ptr<store::lmdb_store>(std::move(*opened));
+    sc.journal = sc.lmdb;
+    return c.journal.directory;
+}
+
+}  // namespace
+
 core::result<service_core> build_core(config const& c, asio::any_io_executor exec,
                                       std::shared_ptr<airlock_metrics> metrics) {
     service_core sc;
-    auto journal_options = c.journal;
-    if (metrics)
-        journal_options.on_commit = [metrics](std::size_t writes, std::chrono::steady_clock::duration took) {
-            metrics->journal_commit(writes, took);
-        };
-    auto opened = store::lmdb_store::open(journal_options);
-    if (!opened) return opened.error();
-    sc.journal = std::shared_ptr<store::lmdb_store>(std::move(*opened));
-    auto owner = instance_lock::acquire(c.journal.directory);
+    auto owners_at = open_journal(c, metrics, sc);
+    if (!owners_at) return owners_at.error();
+    auto owner = instance_lock::acquire(*owners_at);
     if (!owner) return owner.error();
     sc.owner = std::move(*owner);
     for (auto const& u : c.upstreams) sc.clients.push_back(make_upstream_client(u, c.egress, exec));

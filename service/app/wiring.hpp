@@ -11,6 +11,7 @@
 #include "service/config/config.hpp"
 #include "service/gateway/gateway.hpp"
 #include "store/lmdb_store.hpp"
+#include "store/served_journal.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -48,7 +49,8 @@ void apply_logging(config const& c, log_flags const& flags);
 // Everything that serves MCP and runs agents, built from a configuration: journal, upstream
 // clients, gateway, runner. Nothing is started: upstream clients connect on first use.
 struct service_core {
-    std::shared_ptr<store::lmdb_store> journal;
+    std::shared_ptr<store::served_journal> journal;  // LMDB's (journal.dir) or PostgreSQL's (journal.postgres)
+    std::shared_ptr<store::lmdb_store> lmdb;         // the same journal when it is LMDB's, for what only it has: retention
     std::vector<std::shared_ptr<mcp::mcp_client>> clients;  // clients[i] serves config.upstreams[i]
     std::shared_ptr<gateway> gw;
     std::shared_ptr<runner> runs;  // the configured agents (REST /v1/runs, airlock replay, airlock run)
@@ -65,7 +67,7 @@ std::shared_ptr<mcp::mcp_client> make_upstream_client(upstream_config const& u, 
                                                       boost::asio::any_io_executor exec);
 // The gateway of a configuration over a journal and the upstreams' clients (clients[i] serves c.upstreams[i]).
 core::result<std::shared_ptr<gateway>> make_gateway(config const& c, boost::asio::any_io_executor exec,
-                                                    std::shared_ptr<store::lmdb_store> const& journal,
+                                                    std::shared_ptr<store::served_journal> const& journal,
                                                     std::vector<std::shared_ptr<mcp::mcp_client>> const& clients,
                                                     std::shared_ptr<airlock_metrics> metrics, std::string instance);
 

@@ -18,6 +18,7 @@
 #include "service/config/durations.hpp"
 #include "service/config/script.hpp"
 #include "store/lmdb_store.hpp"
+#include "store/postgres_store.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -228,6 +229,9 @@ struct config {
     std::filesystem::path base_dir;  // relative paths in the file are resolved against this
     server_config server;
     store::lmdb_options journal;  // directory defaults to <base_dir>/var/journal
+    // journal.postgres: the journal is in PostgreSQL (docs/scale-out.md), not in LMDB at `journal`.
+    // Its mode and max_batch are journal.durability and journal.max_batch.
+    std::optional<store::postgres_options> journal_postgres;
     // journal.retention: sealed runs are pruned once sealed this long ago; absent, runs are kept.
     std::optional<std::chrono::milliseconds> journal_retention;
     session_run_limits session_runs;

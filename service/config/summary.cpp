@@ -8,6 +8,11 @@
 
 namespace airlock::service {
 
+std::string journal_location(config const& c) {
+    if (c.journal_postgres) return "postgres:" + store::redact_postgres_url(c.journal_postgres->conninfo);
+    return c.journal.directory.string();
+}
+
 namespace {
 
 // A size in the largest binary unit that writes it exactly: 4194304 → "4 MiB".
@@ -46,10 +51,14 @@ void print_server(std::ostream& o, config const& c) {
 }
 
 void print_journal(std::ostream& o, config const& c) {
-    o << "journal     " << c.journal.directory.string() << " ("
-      << (c.journal.mode == store::durability::durable ? "durable" : "fast") << ", up to "
-      << size_text(c.journal.map_size)
-      << (c.journal_retention ? ", sealed runs kept " + format_duration(*c.journal_retention) : std::string()) << ")\n";
+    o << "journal     " << journal_location(c) << " ("
+      << (c.journal.mode == store::durability::durable ? "durable" : "fast");
+    if (c.journal_postgres)
+        o << ", " << c.journal_postgres->readers << " reader connections and a writer, statements time out after "
+          << format_duration(c.journal_postgres->statement_timeout) << ")\n";
+    else
+        o << ", up to " << size_text(c.journal.map_size)
+          << (c.journal_retention ? ", sealed runs kept " + format_duration(*c.journal_retention) : std::string()) << ")\n";
     if (!c.signing) {
         o << "signing     off: calls are sent unsigned\n";
     } else if (!c.signing->signer) {

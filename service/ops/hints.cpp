@@ -48,7 +48,7 @@ std::string start_hints(config const& c, std::string const& base_url) {
     for (std::size_t i = 0; i < c.agents.size(); ++i) out << (i ? ", " : ": ") << c.agents[i].name;
     out << "; OpenAPI at /v1/openapi.json)\n";
     out << "  operations   /healthz /readyz" << (c.metrics.enabled ? " /metrics" : "") << "\n";
-    out << "  journal      " << shell_path(c.journal.directory) << "\n";
+    out << "  journal      " << (c.journal_postgres ? journal_location(c) : shell_path(c.journal.directory)) << "\n";
     if (c.signing) out << "  signing key  " << shell_path(c.signing->key_file) << "\n";
 
     principal_config const* who = c.principals.empty() ? nullptr : &c.principals.front();
