@@ -4,6 +4,9 @@
 
 #include <boost/endian/conversion.hpp>
 
+#include <poll.h>
+
+#include <cerrno>
 #include <cstring>
 #include <regex>
 
@@ -93,7 +96,11 @@ core::result<std::unique_ptr<connection>> connection::open(connect_options const
     }
     // The server's notices (a WARNING as it shuts down) would go to stderr; the error that follows says it all.
     PQsetNoticeProcessor(c, [](void*, char const*) {}, nullptr);
+    // Non-blocking: a large statement to a server that stopped reading must not block the writer
+    // in send(); await_result flushes it with a deadline.
+    PQsetnonblocking(c, 1);
     std::unique_ptr<connection> conn(new connection(c));
+    conn->answer_timeout_ = options.statement_timeout + std::chrono::seconds(5);
     std::string setup = "SET statement_timeout = " + std::to_string(options.statement_timeout.count()) +
                         "; SET lock_timeout = " + std::to_string(options.statement_timeout.count()) +
                         "; SET synchronous_commit = " + (options.synchronous_commit ? "on" : "off") +
@@ -126,24 +133,78 @@ core::result<rows> connection::exec(std::string_view sql, std::vector<param> con
         types.push_back(p.kind == param::type::int8 ? 20 : p.kind == param::type::boolean ? 16 : 17);
     }
     std::string text(sql);
-    return finish(PQexecParams(conn_, text.c_str(), static_cast<int>(params.size()), types.data(), values.data(),
-                               lengths.data(), formats.data(), 1));
+    if (!PQsendQueryParams(conn_, text.c_str(), static_cast<int>(params.size()), types.data(), values.data(),
+                           lengths.data(), formats.data(), 1))
+        return unreachable(trimmed(PQerrorMessage(conn_)));
+    return await_result();
 }
 
 core::result<void> connection::script(std::string_view sql) {
     sqlstate_.clear();
     if (!healthy()) return unreachable("the connection was lost");
     std::string text(sql);
-    auto done = finish(PQexec(conn_, text.c_str()));
+    if (!PQsendQuery(conn_, text.c_str())) return unreachable(trimmed(PQerrorMessage(conn_)));
+    auto done = await_result();
     if (!done) return done.error();
     return {};
+}
+
+// The server's statement_timeout ends a slow statement, but not a server that does not answer at
+// all (stopped, or a network that drops packets without a reset): the socket is written and read
+// here with a deadline of our own, and past it the connection is closed, so a hung database fails
+// the operation instead of holding the writer, and every append queued behind it, for ever.
+core::result<rows> connection::await_result() {
+    auto deadline = std::chrono::steady_clock::now() + answer_timeout_;
+    auto wait_for = [&](short events) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) return false;
+        pollfd pfd{PQsocket(conn_), events, 0};
+        int rc = ::poll(&pfd, 1, static_cast<int>(left.count()));
+        return rc > 0 || (rc < 0 && errno == EINTR);
+    };
+    auto give_up = [&]() -> core::result<rows> {
+        PQfinish(conn_);
+        conn_ = nullptr;
+        timed_out_ = true;
+        return core::make_error("io_error", "the journal database did not answer within " +
+                                                std::to_string(answer_timeout_.count()) + " ms; its connection is closed");
+    };
+    for (int flushed; (flushed = PQflush(conn_)) != 0;) {
+        if (flushed < 0) return unreachable(trimmed(PQerrorMessage(conn_)));
+        if (!wait_for(POLLIN | POLLOUT)) return give_up();
+        if (!PQconsumeInput(conn_)) return unreachable(trimmed(PQerrorMessage(conn_)));
+    }
+    // A script gives a result per statement: the first failure is the answer, else the last result.
+    PGresult* answer = nullptr;
+    auto failed = [](PGresult* r) {
+        auto st = PQresultStatus(r);
+        return st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK;
+    };
+    for (;;) {
+        while (PQisBusy(conn_)) {
+            if (!wait_for(POLLIN)) {
+                if (answer) PQclear(answer);
+                return give_up();
+            }
+            if (!PQconsumeInput(conn_)) break;  // the connection broke: PQgetResult says so
+        }
+        PGresult* r = PQgetResult(conn_);
+        if (!r) break;
+        if (answer && failed(answer)) {
+            PQclear(r);
+            continue;
+        }
+        if (answer) PQclear(answer);
+        answer = r;
+    }
+    return finish(answer);
 }
 
 core::result<rows> connection::finish(pg_result* r) {
     rows out(r);
     auto status = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return out;
-    if (!healthy()) return unreachable(trimmed(PQerrorMessage(conn_)));
+    if (!healthy()) return unreachable(trimmed(conn_ ? PQerrorMessage(conn_) : "the connection was lost"));
     char const* state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
     sqlstate_ = state ? state : "";
     auto why = trimmed(r ? PQresultErrorMessage(r) : PQerrorMessage(conn_));

@@ -47,7 +47,9 @@ private:
 
 struct connect_options {
     std::string conninfo;                                   // a libpq URI or key=value string
-    std::chrono::milliseconds statement_timeout{10'000};     // each statement, on the server
+    // Each statement, on the server; a server that does not answer at all is given 5 s more, and
+    // then its connection is closed.
+    std::chrono::milliseconds statement_timeout{10'000};
     std::chrono::milliseconds connect_timeout{5'000};
     bool synchronous_commit = true;                         // durability::durable
 };
@@ -70,13 +72,18 @@ public:
     core::result<rows> exec(std::string_view sql, std::vector<param> const& params = {});
     // Runs statements separated by ';' with no parameters (schema changes, session settings).
     core::result<void> script(std::string_view sql);
+    // True once a statement got no answer in time and the connection was closed for it.
+    bool timed_out() const noexcept { return timed_out_; }
     // The SQLSTATE of the last failed statement ("" after a success, or a broken connection).
     std::string const& sqlstate() const noexcept { return sqlstate_; }
 
 private:
     explicit connection(pg_conn* c) noexcept : conn_(c) {}
     core::result<rows> finish(pg_result* r);  // r's status as a result; takes r
+    core::result<rows> await_result();        // what was sent, flushed and answered, by answer_timeout_
     pg_conn* conn_ = nullptr;
+    std::chrono::milliseconds answer_timeout_{15'000};
+    bool timed_out_ = false;  // statement_timeout and 5 s for the network
     std::string sqlstate_;
 };
 

@@ -238,15 +238,16 @@ struct postgres_store::impl {
     }
 
     // BEGIN, on a connection that answers: an idle connection whose server restarted meanwhile
-    // looks healthy until its first statement fails, and nothing has been sent for the batch then,
-    // so it is replaced once and BEGIN sent again.
+    // looks healthy until its first statement fails at once, and nothing has been sent for the
+    // batch then, so it is replaced once and BEGIN sent again.
     result<pg::connection*> begin() {
         for (int attempt = 0;; ++attempt) {
             auto conn = writer_link.get();
             if (!conn) return conn.error();
             auto begun = (*conn)->script("BEGIN");
             if (begun) return conn;
-            if (attempt > 0 || (*conn)->healthy()) return begun.error();
+            // Not after a server that answered nothing: a reconnect would wait as long again.
+            if (attempt > 0 || (*conn)->healthy() || (*conn)->timed_out()) return begun.error();
         }
     }
 

@@ -25,6 +25,14 @@ std::optional<store::lmdb_options> journal_options(std::string_view command, std
         std::cerr << "airlock " << command << ": " << *config_file << ": " << c.error().message << "\n";
         return std::nullopt;
     }
+    // Reading the LMDB directory the configuration does not use would show another journal, or
+    // none, as if it were this one's.
+    if (c->journal_postgres) {
+        std::cerr << "airlock " << command << ": " << *config_file
+                  << " keeps its journal in PostgreSQL (journal.postgres), and this command reads LMDB journals only "
+                     "so far; copy it first: airlock journal copy --from postgres:URL --to lmdb:DIR\n";
+        return std::nullopt;
+    }
     return c->journal;
 }
 

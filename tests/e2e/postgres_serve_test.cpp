@@ -115,6 +115,17 @@ TEST_CASE("a configuration with journal.postgres refuses LMDB settings and reten
     CHECK(check.wait(30s) != 0);
     CHECK_THAT(check.stderr_text() + check.stdout_text(),
                Catch::Contains("journal.map_size is an LMDB setting") && Catch::Contains("journal.retention is not supported"));
+    // The commands that read an LMDB journal say so, rather than read another journal as this one.
+    std::ofstream(d.config, std::ios::trunc) << "journal: { postgres: { url: postgresql://airlock@127.0.0.1:1/x } }\n";
+    for (auto command : {std::vector<std::string>{"runs"}, {"journal", "verify", "--all"}, {"pins", "list"}}) {
+        command.insert(command.begin(), AIRLOCK_BINARY);
+        command.push_back("--config");
+        command.push_back(d.config.string());
+        child_process p(command);
+        CHECK(p.wait(30s) == 1);
+        CHECK_THAT(p.stderr_text(), Catch::Contains("keeps its journal in PostgreSQL") &&
+                                        Catch::Contains("airlock journal copy --from postgres:URL --to lmdb:DIR"));
+    }
     std::ofstream(d.config, std::ios::trunc) << "journal: { postgres: { readers: 2 } }\n";
     child_process missing({AIRLOCK_BINARY, "check", d.config.string()});
     CHECK(missing.wait(30s) != 0);

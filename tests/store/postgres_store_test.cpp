@@ -201,6 +201,36 @@ TEST_CASE("a PostgreSQL restart fails appends cleanly meanwhile, and the journal
     CHECK_FALSE(core::verify_chain(records).has_value());
 }
 
+TEST_CASE("a PostgreSQL server that stops answering fails appends with a clear error, and serves again once it answers",
+          "[postgres]") {
+    postgres_server server;
+    store::postgres_options o;
+    o.conninfo = server.create_database();
+    o.statement_timeout = std::chrono::milliseconds(300);  // and 5 s more for a server that answers nothing
+    o.reconnect_min = std::chrono::milliseconds(20);
+    o.reconnect_max = std::chrono::milliseconds(200);
+    auto s = open_store(o.conninfo, o);
+    REQUIRE(run_awaitable(s->async_append("run-h", {admitted(), note("before")})).has_value());
+
+    server.pause();
+    auto during = run_awaitable(s->async_append("run-h", {note("during")}));
+    server.resume();
+    REQUIRE_FALSE(during.has_value());
+    CHECK(during.error().code == "io_error");
+    CHECK_THAT(during.error().message, Catch::Contains("did not answer within 5300 ms"));
+
+    core::result<std::vector<core::record>> after = core::make_error("io_error", "not tried");
+    for (int attempt = 0; attempt < 100 && !after; ++attempt) {
+        after = run_awaitable(s->async_append("run-h", {note("after")}));
+        if (!after) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    REQUIRE(after.has_value());
+    auto records = run_awaitable(s->async_read("run-h", 1)).value();
+    REQUIRE(records.size() == 3);  // the append that got no answer was never committed
+    CHECK(records[2].body.at("text") == "after");
+    CHECK_FALSE(core::verify_chain(records).has_value());
+}
+
 TEST_CASE("a PostgreSQL URL's password appears in no error", "[postgres]") {
     CHECK(store::pg::redact_conninfo("postgresql://alice:s3cret@db:5432/airlock") == "postgresql://alice:***@db:5432/airlock");
     CHECK(store::pg::redact_conninfo("host=db password=s3cret dbname=x") == "host=db password=*** dbname=x");

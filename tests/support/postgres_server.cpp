@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -130,6 +131,32 @@ void postgres_server::stop(bool immediate) {
                  "pg_ctl stop");
     running_ = false;
 }
+
+void postgres_server::signal_all(int sig) const {
+    int postmaster = 0;
+    std::ifstream(dir_ / "data" / "postmaster.pid") >> postmaster;
+    if (postmaster <= 0) throw std::runtime_error("postgres_server: no postmaster.pid");
+    std::vector<int> pids{postmaster};
+    for (auto const& e : std::filesystem::directory_iterator("/proc")) {
+        auto name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream stat(e.path() / "stat");
+        std::string line;
+        std::getline(stat, line);
+        // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+        auto close = line.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(line.substr(close + 1));
+        char state = 0;
+        int ppid = 0;
+        rest >> state >> ppid;
+        if (ppid == postmaster) pids.push_back(std::stoi(name));
+    }
+    for (int pid : pids) ::kill(pid, sig);
+}
+
+void postgres_server::pause() { signal_all(SIGSTOP); }
+void postgres_server::resume() { signal_all(SIGCONT); }
 
 std::string postgres_server::url(std::string const& database) const {
     return "postgresql://airlock@127.0.0.1:" + std::to_string(port_) + "/" + database;

@@ -40,10 +40,15 @@ public:
     // same port and data.
     void stop(bool immediate = true);
     void start();
+    // SIGSTOP, then SIGCONT, to the server and every process it started: a server that still holds
+    // its connections open but answers nothing (a hung host, a frozen VM).
+    void pause();
+    void resume();
     int port() const noexcept { return port_; }
 
 private:
     std::vector<std::string> as_owner(std::vector<std::string> argv) const;
+    void signal_all(int sig) const;
     std::filesystem::path dir_;
     postgres_settings settings_;
     int port_ = 0;
