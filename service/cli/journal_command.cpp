@@ -32,10 +32,10 @@ constexpr char journal_usage[] =
     "  migrate-schema --postgres URL\n"
     "                         bring a PostgreSQL journal's schema to this airlock's version\n"
     "  --journal DIR          journal directory (default: var/journal)\n"
-    "  --config FILE          take the journal from this configuration (journal.dir)\n";
+    "  --config FILE          take the journal from this configuration (journal.dir or journal.postgres)\n";
 
-int verify_one(store::lmdb_store const& s, std::string const& run) {
-    auto v = s.verify(run);
+int verify_one(store::served_journal& s, std::string const& run) {
+    auto v = cli::run_sync(s.async_verify(run));
     if (!v) {
         std::cout << run << ": error: " << v.error().message << "\n";
         return 1;
@@ -44,22 +44,28 @@ int verify_one(store::lmdb_store const& s, std::string const& run) {
         std::cout << run << ": BROKEN at seq " << (*v)->seq << ": " << (*v)->reason << "\n";
         return 1;
     }
-    auto head = s.head(run);
+    auto head = cli::run_sync(s.async_head(run));
     std::cout << run << ": ok (" << (head && *head ? (*head)->head_seq : 0) << " records)\n";
     return 0;
 }
 
-int verify_all(store::lmdb_store const& s) {
+int verify_all(store::served_journal& s) {
     int rc = 0;
     std::size_t count = 0;
-    auto listed = s.each_run([&](core::run_summary const& r) -> core::result<void> {
-        rc |= verify_one(s, r.run_id);
-        ++count;
-        return {};
-    });
-    if (!listed) {
-        std::cerr << "airlock journal verify: " << listed.error().message << "\n";
-        return 1;
+    core::run_filter page;  // every kind, in run id order
+    page.limit = 1000;
+    for (;;) {
+        auto listed = cli::run_sync(s.async_runs(page));
+        if (!listed) {
+            std::cerr << "airlock journal verify: " << listed.error().message << "\n";
+            return 1;
+        }
+        for (auto const& r : listed->runs) {
+            rc |= verify_one(s, r.run_id);
+            ++count;
+        }
+        if (!listed->next_cursor) break;
+        page.cursor = listed->next_cursor;
     }
     std::cout << count << " runs verified" << (rc ? ", some broken" : "") << "\n";
     return rc;
@@ -72,7 +78,7 @@ std::string body_preview(boost::json::object const& body) {
     return s;
 }
 
-int import_file(store::lmdb_store& s, std::string const& path) {
+int import_file(store::served_journal& s, std::string const& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
         std::cerr << "airlock journal import: cannot read '" << path << "'\n";
@@ -101,7 +107,7 @@ int import_file(store::lmdb_store& s, std::string const& path) {
         return 1;
     }
     auto const& run = records.front().run_id;
-    if (auto head = s.head(run); head && *head) {
+    if (auto head = cli::run_sync(s.async_head(run)); head && *head) {
         std::cerr << "airlock journal import: run " << run << " already exists in this journal\n";
         return 1;
     }
@@ -166,17 +172,15 @@ int run_journal(std::vector<std::string> const& args) {
         std::cerr << "airlock journal: give --journal or --config, not both\n";
         return 2;
     }
-    auto opts = cli::journal_options("journal", dir, config_file);
-    if (!opts) return 1;
     // Read-only actions must not create a journal where none was.
-    auto opened = cli::open_journal("journal", *opts, verb != "import");
+    auto opened = cli::open_named_journal("journal", dir, config_file, verb != "import");
     if (!opened) return 1;
     auto& s = *opened;
     auto const& arg = pos[1];
     if (verb == "verify") return arg == "--all" ? verify_all(s) : verify_one(s, arg);
     if (verb == "import") return import_file(s, arg);
 
-    auto recs = s.read(arg);
+    auto recs = cli::run_sync(s.async_read(arg, 1));
     if (!recs) {
         std::cerr << "airlock journal " << verb << ": " << recs.error().message << "\n";
         return 1;

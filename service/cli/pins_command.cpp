@@ -41,7 +41,7 @@ std::optional<core::pin> named_pin(std::string_view verb, std::vector<core::pin>
     return *found;
 }
 
-int accept_pin(store::lmdb_store& s, std::vector<core::pin> const& pins, std::string const& server,
+int accept_pin(core::pin_store& s, std::vector<core::pin> const& pins, std::string const& server,
                std::string const& tool, std::optional<std::string> digest) {
     auto p = named_pin("accept", pins, server, tool);
     if (!p) return 1;
@@ -83,9 +83,7 @@ int run_pins(std::vector<std::string> const& args) {
         std::cerr << pins_usage;
         return 2;
     }
-    auto opts = cli::journal_options("pins", journal_dir, config_file);
-    if (!opts) return 1;
-    auto opened = cli::open_journal("pins", *opts, true);
+    auto opened = cli::open_named_journal("pins", journal_dir, config_file, true);
     if (!opened) return 1;
     auto& s = *opened;
     auto pins = cli::run_sync(s.async_pins());

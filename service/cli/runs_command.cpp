@@ -125,17 +125,12 @@ int run_runs(std::vector<std::string> const& args) {
         std::cerr << "airlock runs: give --journal or --config, not both\n";
         return 2;
     }
-    auto opts = cli::journal_options("runs", dir, config_file);
-    if (!opts) return 1;
-    // Only the directory: listing opens the journal with the defaults, whatever the file tunes.
-    store::lmdb_options lo;
-    lo.directory = opts->directory;
     // Listing must not create a journal where none was.
-    auto opened = cli::open_journal("runs", lo, true);
+    auto opened = cli::open_named_journal("runs", dir, config_file, true);
     if (!opened) return 1;
     // A cursor is the last run of a page printed before; any other would list from an arbitrary place.
     if (filter.cursor) {
-        auto last = opened->head(*filter.cursor);
+        auto last = cli::run_sync(opened->async_head(*filter.cursor));
         if (!last) {
             std::cerr << "airlock runs: " << last.error().message << "\n";
             return 1;
@@ -146,7 +141,7 @@ int run_runs(std::vector<std::string> const& args) {
             return 2;
         }
     }
-    auto page = opened->runs(filter);
+    auto page = cli::run_sync(opened->async_runs(filter));
     if (!page) {
         std::cerr << "airlock runs: " << page.error().message << "\n";
         return 1;

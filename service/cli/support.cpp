@@ -15,6 +15,42 @@ std::string const* flag_value(std::vector<std::string> const& args, std::size_t&
     return &args[++i];
 }
 
+namespace {
+
+std::optional<config> config_of(std::string_view command, std::string const& config_file) {
+    auto c = load_config(config_file, process_environment());
+    if (!c) {
+        std::cerr << "airlock " << command << ": " << config_file << ": " << c.error().message << "\n";
+        return std::nullopt;
+    }
+    return std::move(*c);
+}
+
+}  // namespace
+
+std::unique_ptr<store::served_journal> open_named_journal(std::string_view command, std::optional<std::string> const& dir,
+                                                          std::optional<std::string> const& config_file, bool must_exist) {
+    std::optional<config> c;
+    if (config_file && !(c = config_of(command, *config_file))) return nullptr;
+    if (c && c->journal_postgres) {
+        auto o = *c->journal_postgres;
+        // Beside a serving airlock (which holds the serving lock): reads, and a pin accepted.
+        o.exclusive = false;
+        o.create_if_empty = !must_exist;
+        o.readers = 1;
+        auto opened = store::postgres_store::open(std::move(o));
+        if (!opened) {
+            std::cerr << "airlock " << command << ": journal.postgres: " << opened.error().message << "\n";
+            return nullptr;
+        }
+        return std::move(*opened);
+    }
+    store::lmdb_options opts;
+    opts.directory = dir.value_or("var/journal");
+    if (c) opts = c->journal;
+    return open_journal(command, opts, must_exist);
+}
+
 std::optional<store::lmdb_options> journal_options(std::string_view command, std::optional<std::string> const& dir,
                                                    std::optional<std::string> const& config_file) {
     store::lmdb_options opts;

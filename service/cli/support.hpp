@@ -3,6 +3,7 @@
 // a flag's value, and finding the journal a command names (--journal DIR or --config FILE).
 
 #include "store/lmdb_store.hpp"
+#include "store/served_journal.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -45,5 +46,11 @@ std::optional<store::lmdb_options> journal_options(std::string_view command, std
 // is refused rather than given a new, empty journal: reading must not create one.
 std::unique_ptr<store::lmdb_store> open_journal(std::string_view command, store::lmdb_options const& options,
                                                 bool must_exist);
+
+// The journal a reading or pin command names: DIR's LMDB journal (default var/journal), or the one
+// `config_file` keeps, in LMDB (journal.dir) or PostgreSQL (journal.postgres); null after printing
+// why (exit 1). With `must_exist`, none is created where there was none.
+std::unique_ptr<store::served_journal> open_named_journal(std::string_view command, std::optional<std::string> const& dir,
+                                                          std::optional<std::string> const& config_file, bool must_exist);
 
 }  // namespace airlock::service::cli

@@ -86,6 +86,21 @@ TEST_CASE("airlock serve journals its calls in PostgreSQL, alone on the database
         CHECK(airlock.wait(30s) == 0);
     }
 
+    // The reading commands take the journal from the configuration, in PostgreSQL.
+    auto cli = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), AIRLOCK_BINARY);
+        args.push_back("--config");
+        args.push_back(d.config.string());
+        child_process p(args, env);
+        int code = p.wait(60s);
+        INFO(p.stderr_text());
+        CHECK(code == 0);
+        return p.stdout_text();
+    };
+    CHECK_THAT(cli({"runs", "--kind", "session"}), Catch::Contains("session") && Catch::Contains("alice-desk"));
+    CHECK_THAT(cli({"journal", "verify", "--all"}), Catch::Contains("runs verified") && !Catch::Contains("BROKEN"));
+    CHECK_THAT(cli({"pins", "list"}), Catch::Contains("everything/echo"));
+
     // What was journaled, read back from outside: copied to LMDB, it verifies and holds both calls.
     auto copy = d.dir.path() / "copy";
     child_process copied({AIRLOCK_BINARY, "journal", "copy", "--from", "postgres:" + url, "--to", "lmdb:" + copy.string()});
@@ -115,9 +130,9 @@ TEST_CASE("a configuration with journal.postgres refuses LMDB settings and reten
     CHECK(check.wait(30s) != 0);
     CHECK_THAT(check.stderr_text() + check.stdout_text(),
                Catch::Contains("journal.map_size is an LMDB setting") && Catch::Contains("journal.retention is not supported"));
-    // The commands that read an LMDB journal say so, rather than read another journal as this one.
+    // The upkeep commands, which work on LMDB's files, say so rather than touch another journal.
     std::ofstream(d.config, std::ios::trunc) << "journal: { postgres: { url: postgresql://airlock@127.0.0.1:1/x } }\n";
-    for (auto command : {std::vector<std::string>{"runs"}, {"journal", "verify", "--all"}, {"pins", "list"}}) {
+    for (auto command : {std::vector<std::string>{"journal", "prune", "--older-than", "30d"}, {"journal", "compact"}}) {
         command.insert(command.begin(), AIRLOCK_BINARY);
         command.push_back("--config");
         command.push_back(d.config.string());
