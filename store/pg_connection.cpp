@@ -211,6 +211,14 @@ core::result<rows> connection::finish(pg_result* r) {
     // 57014: statement_timeout; 55P03: lock_timeout. The database is there but not answering in time.
     if (sqlstate_ == "57014" || sqlstate_ == "55P03")
         return core::make_error("io_error", "the journal database did not answer in time: " + why);
+    // The database's state, not the operation, refuses: its disk is full (53100), it is out of
+    // memory or connections (53…), or it takes no writes (25006: a standby, or a primary turned
+    // read-only after a failover). Such a failure is the journal's fault, as a full LMDB disk is.
+    if (sqlstate_ == "53100") return core::make_error("disk_full", "the journal database's disk is full: " + why);
+    if (sqlstate_.starts_with("53"))
+        return core::make_error("io_error", "the journal database is out of resources: " + why);
+    if (sqlstate_ == "25006")
+        return core::make_error("io_error", "the journal database takes no writes (a standby, or read-only): " + why);
     return core::make_error("database_error", why);
 }
 

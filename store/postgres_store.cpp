@@ -271,10 +271,14 @@ struct postgres_store::impl {
                 committed = commit_nested(**conn, batch);
             }
         }
-        // A lost connection sets the fault, a commit clears it (an op's own refusal, a duplicate
-        // effect, is no fault of the journal's); a failed COMMIT has set it in finish().
-        if (!(*conn)->healthy()) note_fault(make_error("io_error", "the journal database is unreachable: the connection was lost"));
-        else if (*committed) note_fault(std::nullopt);
+        // A lost connection sets the fault, and so does an op the database's state refused (its
+        // disk full, read-only); a commit of anything else clears it (an op's own refusal, a
+        // duplicate effect, is no fault of the journal's); a failed COMMIT has set it in finish().
+        if (!(*conn)->healthy()) return note_fault(make_error("io_error", "the journal database is unreachable: the connection was lost"));
+        for (auto const& o : batch)
+            if (auto why = o->failure(); why && (why->code == "io_error" || why->code == "disk_full"))
+                return note_fault(*why);
+        if (*committed) note_fault(std::nullopt);
     }
 
     // In a transaction begun by the caller: every op straight in it, with the cache of heads.

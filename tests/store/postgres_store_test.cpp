@@ -231,6 +231,37 @@ TEST_CASE("a PostgreSQL server that stops answering fails appends with a clear e
     CHECK_FALSE(core::verify_chain(records).has_value());
 }
 
+TEST_CASE("a PostgreSQL database that turns read-only (a failover to a standby) sets the write fault until it takes writes",
+          "[postgres]") {
+    postgres_server server;
+    auto s = open_store(server.create_database());
+    REQUIRE(run_awaitable(s->async_append("run-ro", {admitted()})).has_value());
+
+    server.execute("postgres", "ALTER SYSTEM SET default_transaction_read_only = on");
+    server.execute("postgres", "SELECT pg_reload_conf()");
+    core::result<std::vector<core::record>> refused = std::vector<core::record>{};
+    for (int attempt = 0; attempt < 100 && refused; ++attempt) {  // the reload reaches the sessions soon after
+        refused = run_awaitable(s->async_append("run-ro", {note("refused")}));
+        if (refused) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().code == "io_error");
+    CHECK_THAT(refused.error().message, Catch::Contains("takes no writes"));
+    REQUIRE(s->write_fault().has_value());
+    CHECK(s->write_fault()->code == "io_error");
+
+    server.execute("postgres", "ALTER SYSTEM RESET default_transaction_read_only");
+    server.execute("postgres", "SELECT pg_reload_conf()");
+    for (int attempt = 0; attempt < 100 && s->write_fault(); ++attempt) {
+        run_awaitable(s->async_probe_write());
+        if (s->write_fault()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    CHECK_FALSE(s->write_fault().has_value());
+    auto back = run_awaitable(s->async_append("run-ro", {note("after")}));
+    REQUIRE(back.has_value());
+    CHECK(back->front().seq == 2);  // the refused appends left nothing behind
+}
+
 TEST_CASE("a PostgreSQL URL's password appears in no error", "[postgres]") {
     CHECK(store::pg::redact_conninfo("postgresql://alice:s3cret@db:5432/airlock") == "postgresql://alice:***@db:5432/airlock");
     CHECK(store::pg::redact_conninfo("host=db password=s3cret dbname=x") == "host=db password=*** dbname=x");
