@@ -94,6 +94,26 @@ pg::connect_options connect_options_of(postgres_options const& o) {
     return {o.conninfo, o.statement_timeout, o.connect_timeout, o.mode == durability::durable};
 }
 
+// The serving lock (postgres_options::exclusive): a session advisory lock on a connection of its
+// own, which PostgreSQL drops when that connection ends, however it ends. "journal_busy", naming
+// the holder's address, when another airlock holds it.
+result<std::unique_ptr<pg::connection>> take_serving_lock(postgres_options const& o) {
+    auto c = pg::connection::open(connect_options_of(o));
+    if (!c) return c.error();
+    auto got = (*c)->exec("SELECT pg_try_advisory_lock(8785, 1)");
+    if (!got) return got.error();
+    if (got->boolean(0, 0)) return std::move(*c);
+    auto who = (*c)->exec(
+        "SELECT coalesce(host(a.client_addr), 'a local socket') || ' since ' || "
+        "to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+        "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+        "WHERE l.locktype = 'advisory' AND l.classid = 8785 AND l.objid = 1 AND l.granted");
+    std::string holder = who && who->size() ? " (connected from " + std::string(who->bytes(0, 0)) + ")" : "";
+    return make_error("journal_busy", "another airlock serves this PostgreSQL journal" + holder +
+                                          "; replicas that share one journal need run leases, which this airlock "
+                                          "does not have yet (docs/scale-out.md)");
+}
+
 }  // namespace
 
 struct postgres_store::impl {
@@ -114,6 +134,36 @@ struct postgres_store::impl {
     mutable std::mutex fault_mutex;
     std::optional<core::error> fault;
     std::unique_ptr<pg::connection> serving_lock;  // options.exclusive: holds the advisory lock
+    // The writer's own: when it last found the lock held, and why it does not hold it now.
+    std::chrono::steady_clock::time_point lock_checked{};
+    std::optional<core::error> lock_lost;
+
+    // A database restart ends the lock's connection, and the lock with it, and a second airlock may
+    // then take it: the writer makes sure it still holds the lock (at most once a second, a round
+    // trip on the idle connection), takes it again when it is free, and writes nothing while
+    // another airlock holds it.
+    result<void> hold_serving_lock() {
+        if (!options.exclusive) return {};
+        auto now = std::chrono::steady_clock::now();
+        if (now - lock_checked < std::chrono::seconds(1)) {
+            if (lock_lost) return *lock_lost;
+            return {};
+        }
+        lock_checked = now;
+        if (serving_lock && serving_lock->exec("SELECT 1")) {
+            lock_lost.reset();
+            return {};
+        }
+        serving_lock.reset();
+        auto taken = take_serving_lock(options);
+        if (!taken) {
+            lock_lost = taken.error();
+            return taken.error();
+        }
+        serving_lock = std::move(*taken);
+        lock_lost.reset();
+        return {};
+    }
 
     // The writer thread's own: the head of every unsealed run it committed an append to, so an
     // append costs one statement instead of a locked read first; and the heads this batch's appends
@@ -252,6 +302,10 @@ struct postgres_store::impl {
     }
 
     void commit(std::vector<std::unique_ptr<write_op>>& batch) {
+        if (auto held = hold_serving_lock(); !held) {
+            note_fault(held.error());
+            return fail_all(batch, held.error());
+        }
         auto conn = begin();
         if (!conn) {
             note_fault(conn.error());
@@ -380,22 +434,10 @@ result<std::unique_ptr<postgres_store>> postgres_store::open(postgres_options op
     for (auto& r : p->reader_links)
         if (auto ok = r->connect_now(); !ok) return ok.error();
     if (p->options.exclusive) {
-        auto c = pg::connection::open(connect_options_of(p->options));
-        if (!c) return c.error();
-        auto got = (*c)->exec("SELECT pg_try_advisory_lock(8785, 1)");
-        if (!got) return got.error();
-        if (!got->boolean(0, 0)) {
-            auto who = (*c)->exec(
-                "SELECT coalesce(host(a.client_addr), 'a local socket') || ' since ' || "
-                "to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
-                "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-                "WHERE l.locktype = 'advisory' AND l.classid = 8785 AND l.objid = 1 AND l.granted");
-            std::string holder = who && who->size() ? " (connected from " + std::string(who->bytes(0, 0)) + ")" : "";
-            return make_error("journal_busy", "another airlock serves this PostgreSQL journal" + holder +
-                                                  "; replicas that share one journal need run leases, which this "
-                                                  "airlock does not have yet (docs/scale-out.md)");
-        }
-        p->serving_lock = std::move(*c);
+        auto lock = take_serving_lock(p->options);
+        if (!lock) return lock.error();
+        p->serving_lock = std::move(*lock);
+        p->lock_checked = std::chrono::steady_clock::now();
     }
     p->start();
     return std::unique_ptr<postgres_store>(new postgres_store(std::move(p)));

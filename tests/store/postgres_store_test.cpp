@@ -262,6 +262,45 @@ TEST_CASE("a PostgreSQL database that turns read-only (a failover to a standby) 
     CHECK(back->front().seq == 2);  // the refused appends left nothing behind
 }
 
+TEST_CASE("a PostgreSQL journal is served by one exclusive store at a time, across a restart of the database too",
+          "[postgres]") {
+    postgres_server server;
+    store::postgres_options o;
+    o.conninfo = server.create_database();
+    o.exclusive = true;
+    o.reconnect_min = std::chrono::milliseconds(20);
+    auto first = open_store(o.conninfo, o);
+    REQUIRE(run_awaitable(first->async_append("run-x", {admitted()})).has_value());
+    auto refused = store::postgres_store::open(o);
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().code == "journal_busy");
+    CHECK_THAT(refused.error().message, Catch::Contains("another airlock serves this PostgreSQL journal (connected from 127.0.0.1 since"));
+
+    // The restart ends the first store's lock; a second takes it before the first writes again.
+    server.stop(true);
+    server.start();
+    auto second = open_store(o.conninfo, o);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // past the first's once-a-second check
+    auto shut_out = run_awaitable(first->async_append("run-x", {note("from the first")}));
+    REQUIRE_FALSE(shut_out.has_value());
+    CHECK(shut_out.error().code == "journal_busy");
+    CHECK(first->write_fault().has_value());
+    REQUIRE(run_awaitable(second->async_append("run-x", {note("from the second")})).has_value());
+
+    // Once the second is gone, the first takes the lock again and writes.
+    second->close();
+    core::result<std::vector<core::record>> again = core::make_error("journal_busy", "not tried");
+    for (int attempt = 0; attempt < 60 && !again; ++attempt) {
+        again = run_awaitable(first->async_append("run-x", {note("the first again")}));
+        if (!again) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    REQUIRE(again.has_value());
+    auto records = run_awaitable(first->async_read("run-x", 1)).value();
+    REQUIRE(records.size() == 3);
+    CHECK(records[1].body.at("text") == "from the second");
+    CHECK_FALSE(core::verify_chain(records).has_value());
+}
+
 TEST_CASE("a PostgreSQL URL's password appears in no error", "[postgres]") {
     CHECK(store::pg::redact_conninfo("postgresql://alice:s3cret@db:5432/airlock") == "postgresql://alice:***@db:5432/airlock");
     CHECK(store::pg::redact_conninfo("host=db password=s3cret dbname=x") == "host=db password=*** dbname=x");
