@@ -306,10 +306,21 @@ struct postgres_store::impl {
             note_fault(held.error());
             return fail_all(batch, held.error());
         }
+        auto reconnected_before = reconnects.load(std::memory_order_relaxed);
         auto conn = begin();
         if (!conn) {
             note_fault(conn.error());
             return fail_all(batch, conn.error());
+        }
+        // A new writer connection means the old one ended, most likely with the database, and the
+        // lock's connection with it: the lock is checked now, not within the second.
+        if (options.exclusive && reconnects.load(std::memory_order_relaxed) != reconnected_before) {
+            lock_checked = {};
+            if (auto held = hold_serving_lock(); !held) {
+                (void)(*conn)->script("ROLLBACK");
+                note_fault(held.error());
+                return fail_all(batch, held.error());
+            }
         }
         batches.fetch_add(1, std::memory_order_relaxed);
         operations.fetch_add(batch.size(), std::memory_order_relaxed);
