@@ -61,13 +61,20 @@ result<void> insert_effects(connection& conn, std::string const& run_id, std::ve
     return {};
 }
 
+// The run's row, upserted: $1 to $8 are summary_params.
+constexpr std::string_view upsert_run =
+    "INSERT INTO airlock.runs (run_id, status, agent, kind, principal, admitted_at, sealed, summary) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, "
+    "sealed = EXCLUDED.sealed, summary = EXCLUDED.summary";
+
+std::vector<param> summary_params(core::run_summary const& s) {
+    return {param::of(s.run_id),    param::of(s.status),      param::of(s.agent),  param::of(s.kind),
+            param::of(s.principal), param::of(s.admitted_at), param::of(s.sealed),
+            param::of(boost::json::serialize(core::to_json(s)))};
+}
+
 result<void> put_summary(connection& conn, core::run_summary const& s) {
-    auto done = conn.exec(
-        "INSERT INTO airlock.runs (run_id, status, agent, kind, principal, admitted_at, sealed, summary) "
-        "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, "
-        "sealed = EXCLUDED.sealed, summary = EXCLUDED.summary",
-        {param::of(s.run_id), param::of(s.status), param::of(s.agent), param::of(s.kind), param::of(s.principal),
-         param::of(s.admitted_at), param::of(s.sealed), param::of(boost::json::serialize(core::to_json(s)))});
+    auto done = conn.exec(upsert_run, summary_params(s));
     if (!done) return done.error();
     return {};
 }
@@ -125,10 +132,7 @@ result<void> write_plan(connection& conn, core::append_plan const& plan) {
         if (auto w = insert_effects(conn, run_id, plan.new_effects); !w) return w.error();
         return put_summary(conn, plan.summary);
     }
-    auto const& s = plan.summary;
-    std::vector<param> params{param::of(run_id), param::of(s.status), param::of(s.agent), param::of(s.kind),
-                              param::of(s.principal), param::of(s.admitted_at), param::of(s.sealed),
-                              param::of(boost::json::serialize(core::to_json(s)))};
+    auto params = summary_params(plan.summary);
     auto next = [&](param p) {
         params.push_back(std::move(p));
         return "$" + std::to_string(params.size());
@@ -146,9 +150,8 @@ result<void> write_plan(connection& conn, core::append_plan const& plan) {
         for (std::size_t i = 0; i < plan.new_effects.size(); ++i) sql += (i ? ", ($1, " : "($1, ") + next(param::of(plan.new_effects[i])) + ")";
         sql += ")";
     }
-    sql += " INSERT INTO airlock.runs (run_id, status, agent, kind, principal, admitted_at, sealed, summary) "
-           "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, "
-           "sealed = EXCLUDED.sealed, summary = EXCLUDED.summary";
+    sql += " ";
+    sql += upsert_run;
     auto done = conn.exec(sql, params);
     if (!done) return done.error();
     return {};

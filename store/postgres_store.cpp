@@ -486,28 +486,33 @@ void redact_secrets(std::vector<core::new_record>& records) {
     for (auto& r : records) core::secrets::redact(r.body);
 }
 
+// An append, committed now or (deferred) with the next one that must be, within defer_limit.
+asio::awaitable<result<std::vector<core::record>>> submit_append(postgres_store::impl& p, std::string run_id,
+                                                                 std::vector<core::new_record> records, bool deferred) {
+    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
+    redact_secrets(records);
+    std::function<result<std::vector<core::record>>(write_context&)> fn =
+        [run_id = std::move(run_id), records = std::move(records)](write_context& w) {
+            return pg::append(*w.conn, run_id, records, w.cache);
+        };
+    co_return co_await p.submit<std::vector<core::record>, write_context&>(std::move(fn), deferred);
+}
+
+result<void> check_pin_key(std::string const& key) {
+    if (key.empty() || key.size() > 400) return make_error("invalid_key", "pin key must be 1 to 400 bytes");
+    return {};
+}
+
 }  // namespace
 
 asio::awaitable<result<std::vector<core::record>>> postgres_store::async_append(std::string run_id,
                                                                                 std::vector<core::new_record> records) {
-    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
-    redact_secrets(records);
-    std::function<result<std::vector<core::record>>(write_context&)> fn =
-        [run_id = std::move(run_id), records = std::move(records)](write_context& w) {
-            return pg::append(*w.conn, run_id, records, w.cache);
-        };
-    co_return co_await impl_->submit<std::vector<core::record>, write_context&>(std::move(fn));
+    co_return co_await submit_append(*impl_, std::move(run_id), std::move(records), false);
 }
 
 asio::awaitable<result<std::vector<core::record>>> postgres_store::async_append_deferred(
     std::string run_id, std::vector<core::new_record> records) {
-    if (auto ok = core::check_run_id(run_id); !ok) co_return ok.error();
-    redact_secrets(records);
-    std::function<result<std::vector<core::record>>(write_context&)> fn =
-        [run_id = std::move(run_id), records = std::move(records)](write_context& w) {
-            return pg::append(*w.conn, run_id, records, w.cache);
-        };
-    co_return co_await impl_->submit<std::vector<core::record>, write_context&>(std::move(fn), true);
+    co_return co_await submit_append(*impl_, std::move(run_id), std::move(records), true);
 }
 
 asio::awaitable<result<core::record>> postgres_store::async_seal(std::string run_id, std::string status,
@@ -567,7 +572,7 @@ asio::awaitable<result<std::optional<core::chain_fault>>> postgres_store::async_
 
 asio::awaitable<result<core::pin_verdict>> postgres_store::async_check_pin(std::string key, std::string digest,
                                                                          std::string definition) {
-    if (key.empty() || key.size() > 400) co_return make_error("invalid_key", "pin key must be 1 to 400 bytes");
+    if (auto ok = check_pin_key(key); !ok) co_return ok.error();
     // A definition is upstream text: it may echo a configured secret, which is written nowhere.
     core::secrets::redact(definition);
     std::function<result<core::pin_verdict>(write_context&)> fn =
@@ -578,7 +583,7 @@ asio::awaitable<result<core::pin_verdict>> postgres_store::async_check_pin(std::
 }
 
 asio::awaitable<result<core::pin>> postgres_store::async_accept_pin(std::string key, std::optional<std::string> expected) {
-    if (key.empty() || key.size() > 400) co_return make_error("invalid_key", "pin key must be 1 to 400 bytes");
+    if (auto ok = check_pin_key(key); !ok) co_return ok.error();
     std::function<result<core::pin>(write_context&)> fn = [key = std::move(key),
                                                              expected = std::move(expected)](write_context& w) {
         return pg::accept_pin(*w.conn, key, expected);
