@@ -475,7 +475,13 @@ postgres_store::stats postgres_store::writer_stats() const {
 }
 
 asio::awaitable<void> postgres_store::async_probe_write() {
-    std::function<result<bool>(write_context&)> fn = [](write_context&) -> result<bool> { return true; };
+    // A real write, not an empty transaction: a session still read-only (a standby, a reload not yet
+    // applied) commits an empty one, and the fault would clear before writes are taken again.
+    std::function<result<bool>(write_context&)> fn = [](write_context& w) -> result<bool> {
+        auto wrote = w.conn->exec("UPDATE airlock.schema_version SET version = version");
+        if (!wrote) return wrote.error();
+        return true;
+    };
     (void)co_await impl_->submit<bool, write_context&>(std::move(fn));
 }
 

@@ -62,7 +62,7 @@ public:
     // Why writes fail now ("io_error": the database is unreachable or does not answer), cleared by
     // the next commit that succeeds; nullopt while writes succeed.
     std::optional<core::error> write_fault() const override;
-    // An empty transaction through the writer: it reconnects, and its commit clears the fault.
+    // A one-row write through the writer: it reconnects, and its commit clears the fault.
     boost::asio::awaitable<void> async_probe_write() override;
 
     struct stats {
